@@ -1,0 +1,8 @@
+// The wire contract between chatd and the workspace agent (CONTRACT.md), shared by both.
+export * from "./clock.ts";
+export * from "./ids.ts";
+export * from "./uuid.ts";
+export * from "./errors.ts";
+export * from "./headers.ts";
+export * from "./types.ts";
+export * from "./client.ts";

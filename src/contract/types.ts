@@ -1,0 +1,147 @@
+// Request and response bodies of every agent route (CONTRACT.md section 7), shared by the
+// agent, which serves them, and the client chatd uses. Wire names are exactly these.
+
+import { z } from "zod";
+
+// ---- processes -------------------------------------------------------------------------
+
+export const StartProcessRequest = z.strictObject({
+  command: z.string(),
+  workdir: z.string().optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  background: z.boolean().optional(),
+});
+export type StartProcessRequest = z.infer<typeof StartProcessRequest>;
+
+export interface StartProcessResponse {
+  id: string;
+  started: true;
+}
+
+/** How the output buffer cut the output (CONTRACT.md 7, output buffer). */
+export interface ProcessTruncation {
+  original_bytes: number;
+  retained_bytes: number;
+  omitted_bytes: number;
+  strategy: "head_tail";
+}
+
+export interface ProcessOutputResponse {
+  output: string;
+  truncated?: ProcessTruncation;
+  running: boolean;
+  exit_code?: number;
+  command?: string;
+}
+
+export interface ProcessInfo {
+  id: string;
+  command: string;
+  workdir?: string;
+  background: boolean;
+  running: boolean;
+  exit_code?: number;
+  started_at_unix: number;
+  exited_at_unix?: number;
+}
+
+export interface ListProcessesResponse {
+  processes: ProcessInfo[];
+}
+
+export const SignalProcessRequest = z.strictObject({
+  signal: z.enum(["kill", "terminate"]),
+});
+export type SignalProcessRequest = z.infer<typeof SignalProcessRequest>;
+
+export interface MessageResponse {
+  message: string;
+}
+
+// ---- cancel ----------------------------------------------------------------------------
+
+export interface CancelToolCallRequest {
+  /** Stop a running process only if its run age is below this; 0 (or negative) never stops. */
+  stop_if_run_age_below_ms: number;
+}
+
+/** The state of the process a tool call started, as a cancel reports it. */
+export interface ToolCallProcess {
+  running: boolean;
+  /** True only when a cancel's kill ended the process; stays true on later cancels. */
+  canceled: boolean;
+  output: string;
+  truncated?: ProcessTruncation;
+  exit_code?: number;
+  run_age_ms: number;
+}
+
+export type CancelToolCallResponse =
+  | { started: false }
+  | {
+      started: true;
+      status_code: number;
+      content_type: string;
+      /** Base64 of the recorded body bytes. */
+      body: string;
+      process?: ToolCallProcess;
+    };
+
+// ---- files -----------------------------------------------------------------------------
+
+export const EditFilesRequest = z.strictObject({
+  files: z.array(
+    z.strictObject({
+      path: z.string(),
+      edits: z.array(
+        z.strictObject({
+          old_text: z.string(),
+          new_text: z.string(),
+          replace_all: z.boolean().optional(),
+        }),
+      ),
+    }),
+  ),
+  include_diff: z.boolean().optional(),
+});
+export type EditFilesRequest = z.infer<typeof EditFilesRequest>;
+
+export interface EditFilesResponse {
+  files?: { path: string; diff: string }[];
+}
+
+export interface ReadFileLinesResponse {
+  success: boolean;
+  file_size?: number;
+  total_lines?: number;
+  lines_read?: number;
+  content?: string;
+  error?: string;
+}
+
+export const ListDirectoryRequest = z.strictObject({
+  path: z.array(z.string()),
+  relativity: z.enum(["root", "home"]),
+});
+export type ListDirectoryRequest = z.infer<typeof ListDirectoryRequest>;
+
+export interface ListDirectoryResponse {
+  absolute_path: string[];
+  absolute_path_string: string;
+  contents: { name: string; absolute_path_string: string; is_dir: boolean }[];
+}
+
+// ---- info ------------------------------------------------------------------------------
+
+export interface InfoResponse {
+  version: string;
+  api_version: string;
+  started_at: string;
+  tool_calls: true;
+}
+
+/** The error body of every route. Contract refusals add `code` (see errors.ts). */
+export interface ErrorResponse {
+  message: string;
+  detail?: string;
+}

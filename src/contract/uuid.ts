@@ -1,0 +1,28 @@
+// The tool call UUID (CONTRACT.md 3): both sides derive it from the tool call, so chatd can
+// address the process a call started even when it never received the start answer.
+
+import { v5 } from "uuid";
+import type { ChatId, MessageId, ToolCallUuid } from "./ids.ts";
+
+/** UUIDv5 of the URL namespace and `https://coder.com/workspace-agent/tool-call`. */
+export const TOOL_CALL_UUID_NAMESPACE = "c5773f4c-0b3f-57bc-9147-36daf7921a1b";
+
+/**
+ * Name bytes: the 16 raw bytes of the chat UUID, the message ID as 8 bytes big-endian, then
+ * the raw bytes of the (unescaped) provider tool call ID. No separators, no length prefixes.
+ */
+export function toolCallUuid(
+  chatId: ChatId,
+  messageId: MessageId,
+  providerToolCallId: string | Uint8Array,
+): ToolCallUuid {
+  const idBytes =
+    typeof providerToolCallId === "string"
+      ? Buffer.from(providerToolCallId, "utf8")
+      : providerToolCallId;
+  const name = Buffer.alloc(24 + idBytes.length);
+  name.write(chatId.replaceAll("-", ""), 0, 16, "hex");
+  name.writeBigUInt64BE(messageId, 16);
+  name.set(idBytes, 24);
+  return v5(name, TOOL_CALL_UUID_NAMESPACE) as ToolCallUuid;
+}
