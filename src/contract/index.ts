@@ -6,3 +6,4 @@ export * from "./errors.ts";
 export * from "./headers.ts";
 export * from "./types.ts";
 export * from "./client.ts";
+export * from "./assert.ts";

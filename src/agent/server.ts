@@ -1,0 +1,319 @@
+// The workspace agent's HTTP server: it mounts the contract's routes (CONTRACT.md 7) on
+// Fastify, with the tool call middleware on every side-effecting route, bearer-token auth,
+// body limits, and one error shape `{message, detail?}` for everything that goes wrong.
+
+import { randomUUID, timingSafeEqual } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { z } from "zod";
+import {
+  ListDirectoryRequest,
+  SignalProcessRequest,
+  StartProcessRequest,
+  parseChatIdHeader,
+  realClock,
+  type Clock,
+  type InfoResponse,
+  type StartProcessResponse,
+} from "../contract/index.ts";
+import { errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
+import * as files from "./files/index.ts";
+import { ProcessManager } from "./processes/index.ts";
+import { cancelRoute } from "./toolcalls/cancel.ts";
+import {
+  requestState,
+  sendAnswer,
+  withToolCalls,
+  type AgentRequestState,
+  type Prepared,
+  type RequestInput,
+} from "./toolcalls/middleware.ts";
+import { ToolCallStore } from "./toolcalls/store.ts";
+
+export const AGENT_VERSION = "0.1.0";
+export const AGENT_API_VERSION = "0";
+/** Largest JSON body any route takes. */
+export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Largest write-file body. */
+export const WRITE_FILE_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+
+export interface AgentServerOptions {
+  /** The workspace directory: the default working directory of processes. */
+  dir: string;
+  /** When set, every request must carry `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Decides every time rule; the real clock by default. */
+  clock?: Clock;
+  /** The base environment of processes; `process.env` by default. */
+  env?: NodeJS.ProcessEnv;
+  /** The `home` of list-directory; `os.homedir()` by default. */
+  homeDir?: string;
+  /** How long a background child may hold a finished shell's pipes (ms). */
+  exitGraceMs?: number;
+}
+
+export interface AgentServer {
+  app: FastifyInstance;
+  store: ToolCallStore;
+  processes: ProcessManager;
+  /** Listens and answers the URL it listens on, `http://HOST:PORT`. */
+  listen(host: string, port: number): Promise<string>;
+  /** Kills every process it started, then stops serving. */
+  close(): Promise<void>;
+}
+
+/** Parses a JSON body with a schema; a failure is a 400 saying what was wrong. */
+export function parseJsonBody<T>(
+  body: Buffer,
+  schema: z.ZodType<T>,
+): { ok: true; value: T } | { ok: false; answer: Answer } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString("utf8"));
+  } catch {
+    return { ok: false, answer: errorAnswer(400, "Request body must be valid JSON.") };
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const detail = parsed.error.issues
+      .map((i) => `${i.path.length > 0 ? i.path.join(".") : "body"}: ${i.message}`)
+      .join("; ");
+    return { ok: false, answer: errorAnswer(400, "Invalid request body.", detail) };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+function reject(answer: Answer): Prepared {
+  return { kind: "answer", answer };
+}
+
+/**
+ * The Fastify instance every agent route runs on: raw-byte bodies, the request's entry
+ * instant and chat context, token auth, and the `{message, detail?}` error shape.
+ */
+export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance {
+  const token = tokenText ? Buffer.from(tokenText) : undefined;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: JSON_BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+  });
+  app.decorateRequest("agent", null);
+
+  // Every route takes its body as raw bytes: the middleware hashes and hands on exactly these.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+  app.addHook("onRequest", async (request, reply) => {
+    // The clock is read once, when the request enters, before the body is read.
+    const state: AgentRequestState = { enteredAt: clock.now(), chatId: undefined };
+    (request as unknown as { agent: AgentRequestState }).agent = state;
+    if (token && !authorized(request, token)) {
+      return sendAnswer(
+        reply,
+        errorAnswer(401, "Missing or wrong agent token.", "Send Authorization: Bearer <token>."),
+      );
+    }
+    const chat = parseChatIdHeader(request.raw.headersDistinct);
+    if (chat.kind === "error")
+      return sendAnswer(reply, errorAnswer(400, "Invalid Coder-Chat-Id header.", chat.detail));
+    if (chat.kind === "chat") state.chatId = chat.chatId;
+    return undefined;
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendAnswer(
+      reply,
+      errorAnswer(404, `Route ${request.method} ${request.url.split("?")[0]} not found.`),
+    ),
+  );
+  app.setErrorHandler(
+    (err: { statusCode?: number; code?: string; message: string }, _request, reply) => {
+      if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+        return sendAnswer(reply, errorAnswer(413, "Request body is too large.", err.message));
+      }
+      const status =
+        err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      return sendAnswer(
+        reply,
+        errorAnswer(status, status === 500 ? "Internal error." : err.message),
+      );
+    },
+  );
+
+  return app;
+}
+
+export async function createAgentServer(o: AgentServerOptions): Promise<AgentServer> {
+  const clock = o.clock ?? realClock;
+  const dir = path.resolve(o.dir);
+  const store = new ToolCallStore(clock);
+  const processes = new ProcessManager({
+    clock,
+    defaultDir: dir,
+    ...(o.env && { env: o.env }),
+    ...(o.exitGraceMs !== undefined && { exitGraceMs: o.exitGraceMs }),
+  });
+  const startedAtIso = new Date().toISOString();
+  const homeDir = o.homeDir ?? os.homedir();
+
+  const app = agentFastify(clock, o.token);
+
+  const bodyOf = (request: FastifyRequest) =>
+    Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+
+  // ---- processes -----------------------------------------------------------------------
+
+  const startRoute = (input: RequestInput): Prepared => {
+    const req = parseJsonBody(
+      input.body,
+      StartProcessRequest.extend({ command: z.string().optional() }),
+    );
+    if (!req.ok) return reject(req.answer);
+    const { command, workdir, env, background } = req.value;
+    if (!command) return reject(errorAnswer(400, "Command is required."));
+    return {
+      kind: "run",
+      run: async (toolCall) => {
+        const id = toolCall?.uuid ?? randomUUID();
+        const started = await processes.start({
+          id,
+          command,
+          startedAt: input.enteredAt,
+          ...(input.chatId && { chatId: input.chatId }),
+          ...(workdir !== undefined && { workdir: path.resolve(dir, workdir) }),
+          ...(env && { env }),
+          ...(background !== undefined && { background }),
+          ...(toolCall && { isCurrent: () => store.current(toolCall.key) }),
+        });
+        if (!started.ok) return errorAnswer(500, started.message, started.detail);
+        return jsonAnswer(200, { id, started: true } satisfies StartProcessResponse);
+      },
+    };
+  };
+  app.post("/api/v0/processes/start", withToolCalls(store, startRoute));
+
+  app.get("/api/v0/processes/list", (request, reply) =>
+    sendAnswer(reply, jsonAnswer(200, { processes: processes.list(requestState(request).chatId) })),
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { wait?: string } }>(
+    "/api/v0/processes/:id/output",
+    async (request, reply) => {
+      const gone = new AbortController();
+      reply.raw.once("close", () => gone.abort());
+      const out = await processes.output(request.params.id, requestState(request).chatId, {
+        wait: request.query.wait === "true",
+        signal: gone.signal,
+      });
+      if (gone.signal.aborted && out?.running) return reply.hijack();
+      return sendAnswer(reply, out ? jsonAnswer(200, out) : notFound(request.params.id));
+    },
+  );
+
+  app.post<{ Params: { id: string } }>("/api/v0/processes/:id/signal", (request, reply) => {
+    const req = parseJsonBody(bodyOf(request), SignalProcessRequest);
+    if (!req.ok) return sendAnswer(reply, req.answer);
+    const { id } = request.params;
+    const result = processes.signal(id, requestState(request).chatId, req.value.signal);
+    switch (result) {
+      case "ok":
+        return sendAnswer(
+          reply,
+          jsonAnswer(200, { message: `Sent ${req.value.signal} to process "${id}".` }),
+        );
+      case "not_found":
+        return sendAnswer(reply, notFound(id));
+      case "not_running":
+        return sendAnswer(reply, errorAnswer(409, `Process "${id}" is not running.`));
+    }
+  });
+
+  app.post("/api/v0/tool-calls/:id/cancel", cancelRoute(store, processes));
+
+  // ---- files ---------------------------------------------------------------------------
+
+  app.post(
+    "/api/v0/edit-files",
+    withToolCalls(store, (input) => {
+      const req = files.parseEditFilesRequest(input.body);
+      if (!req.ok) return reject(req.answer);
+      return { kind: "run", run: () => files.applyEdits(req.value) };
+    }),
+  );
+
+  app.post(
+    "/api/v0/write-file",
+    { bodyLimit: WRITE_FILE_BODY_LIMIT_BYTES },
+    withToolCalls(store, (input) => {
+      const target = files.parseWritePath(input.query.path);
+      if (!target.ok) return reject(target.answer);
+      return { kind: "run", run: () => files.writeFile(target.value, input.body) };
+    }),
+  );
+
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    "/api/v0/read-file",
+    async (request, reply) => {
+      const answer = await files.readFile(request.query);
+      return sendAnswer(reply, answer);
+    },
+  );
+
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    "/api/v0/read-file-lines",
+    async (request, reply) => sendAnswer(reply, await files.readFileLines(request.query)),
+  );
+
+  app.post("/api/v0/list-directory", async (request, reply) => {
+    const req = parseJsonBody(bodyOf(request), ListDirectoryRequest);
+    if (!req.ok) return sendAnswer(reply, req.answer);
+    return sendAnswer(reply, await files.listDirectory(req.value, homeDir));
+  });
+
+  app.get("/api/v0/info", (_request, reply) =>
+    sendAnswer(
+      reply,
+      jsonAnswer(200, {
+        version: AGENT_VERSION,
+        api_version: AGENT_API_VERSION,
+        started_at: startedAtIso,
+        tool_calls: true,
+      } satisfies InfoResponse),
+    ),
+  );
+
+  await app.ready();
+
+  return {
+    app,
+    store,
+    processes,
+    async listen(host, port) {
+      await app.listen({ host, port });
+      const addr = app.server.address();
+      if (addr === null || typeof addr === "string")
+        throw new Error("The agent is not listening on TCP.");
+      const h = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+      return `http://${h}:${addr.port}`;
+    },
+    async close() {
+      await processes.closeAll();
+      await app.close();
+    },
+  };
+}
+
+function notFound(id: string): Answer {
+  return errorAnswer(404, `Process "${id}" not found.`);
+}
+
+function authorized(request: FastifyRequest, token: Buffer): boolean {
+  const values = request.raw.headersDistinct.authorization;
+  if (values?.length !== 1) return false;
+  const m = /^Bearer (.+)$/.exec(values[0]!);
+  if (!m) return false;
+  const given = Buffer.from(m[1]!);
+  return given.length === token.length && timingSafeEqual(given, token);
+}

@@ -1,0 +1,289 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { ManualClock, RUN_AGE_HEADER } from "../../contract/index.ts";
+import { headerValues, rawRequest } from "../../../test/support/http.ts";
+import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../../../test/support/toolcall.ts";
+import { jsonAnswer, type Answer } from "../answer.ts";
+import { agentFastify } from "../server.ts";
+import { inputHash, waitForRecord, withToolCalls, type RequestInput } from "./middleware.ts";
+import { ToolCallRecord, ToolCallStore, type ToolCallContext } from "./store.ts";
+
+interface Seen {
+  input: RequestInput;
+  toolCall: ToolCallContext | undefined;
+}
+
+/** A test route behind the middleware; each run waits for `release()` when gated. */
+async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answer> } = {}) {
+  const clock = new ManualClock();
+  const store = new ToolCallStore(clock);
+  clock.advance(60_000);
+  const app = agentFastify(clock);
+  const runs: Seen[] = [];
+  const gates: (() => void)[] = [];
+  let sends = 0;
+  app.addHook("onSend", async () => {
+    sends++;
+  });
+  app.post(
+    "/act",
+    withToolCalls(store, (input) => ({
+      kind: "run",
+      run: async (toolCall) => {
+        const seen = { input, toolCall };
+        runs.push(seen);
+        if (o.gated) await new Promise<void>((r) => gates.push(r));
+        return o.run ? o.run(seen) : jsonAnswer(200, { n: runs.length });
+      },
+    })),
+  );
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  apps.push(app);
+  const release = async () => {
+    await until(() => gates.length > 0);
+    gates.shift()!();
+  };
+  return { clock, store, app, url, runs, release, sends: () => sends };
+}
+
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+function call(
+  url: string,
+  tc: TestToolCall | undefined,
+  body: unknown = { x: 1 },
+  extra: Record<string, string | string[]> = {},
+) {
+  return rawRequest(url, {
+    path: "/act?q=1",
+    headers: { ...(tc && tcHeaders(tc)), ...extra },
+    body,
+  });
+}
+
+describe("tool call middleware", () => {
+  it("no tool call headers pass through untouched: every request runs, no run age", async () => {
+    const h = await harness();
+    const a = await call(h.url, undefined);
+    const b = await call(h.url, undefined);
+    expect(a.json()).toEqual({ n: 1 });
+    expect(b.json()).toEqual({ n: 2 });
+    expect(headerValues(a, RUN_AGE_HEADER)).toEqual([]);
+    expect(h.runs[0]!.toolCall).toBeUndefined();
+  });
+
+  it("bad headers get 400 with nothing recorded and nothing run", async () => {
+    const h = await harness();
+    const chatId = newChat();
+    const tc = { chatId, message: 5, id: "call_1" };
+    const bad = [
+      { ...tcHeaders(tc), "Coder-Tool-Call-Message-Id": "0" },
+      { ...tcHeaders(tc), "Coder-Tool-Call-Age-Ms": "-1" },
+      { ...tcHeaders(tc), "Coder-Tool-Call-Id": ["a", "b"] },
+      { "Coder-Chat-Id": chatId, "Coder-Tool-Call-Id": "a" },
+    ];
+    for (const headers of bad) {
+      const res = await rawRequest(h.url, { path: "/act", headers, body: {} });
+      expect(res.status).toBe(400);
+      expect(res.json()).toMatchObject({
+        message: "Invalid tool call headers.",
+        detail: expect.any(String),
+      });
+    }
+    const noChat = { ...tcHeaders(tc), "Coder-Chat-Id": "not-a-uuid" };
+    const res = await rawRequest(h.url, { path: "/act", headers: noChat, body: {} });
+    expect(res.status).toBe(400);
+    expect(res.json()).toEqual({ message: "Tool call headers require the Coder-Chat-Id header." });
+    expect(h.runs).toHaveLength(0);
+    expect(h.store.chatCount).toBe(0);
+  });
+
+  it("the handler sees the key, the UUID and the full body", async () => {
+    const h = await harness();
+    const tc = { chatId: newChat(), message: 42, id: "toolu/1 x" };
+    const body = { text: "é".repeat(5000) };
+    await call(h.url, tc, body);
+    const seen = h.runs[0]!;
+    expect(seen.toolCall?.uuid).toBe(tcUuid(tc));
+    expect(seen.toolCall?.key.messageId).toBe(42n);
+    expect(seen.toolCall?.key.toolCallId.toString()).toBe("toolu/1 x");
+    expect(seen.toolCall?.key.chatId).toBe(tc.chatId);
+    expect(seen.input.body.equals(Buffer.from(JSON.stringify(body)))).toBe(true);
+  });
+
+  it("only Content-Type, status and body are recorded and replayed", async () => {
+    const h = await harness({
+      run: async () => ({
+        status: 201,
+        contentType: "text/plain; charset=utf-8",
+        body: Buffer.from([0xde, 0xad, 0x0a]),
+      }),
+    });
+    const tc = { chatId: newChat(), message: 1, id: "c" };
+    const first = await call(h.url, tc);
+    const again = await call(h.url, tc);
+    for (const res of [first, again]) {
+      expect(res.status).toBe(201);
+      expect(res.headers["content-type"]).toBe("text/plain; charset=utf-8");
+      expect(res.body.equals(Buffer.from([0xde, 0xad, 0x0a]))).toBe(true);
+      expect(headerValues(res, RUN_AGE_HEADER)).toHaveLength(1);
+    }
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it("the run age header follows the driven clock: 300 then 1500", async () => {
+    const h = await harness({ gated: true });
+    const tc = { chatId: newChat(), message: 1, id: "c" };
+    const first = call(h.url, tc);
+    await until(() => h.runs.length === 1);
+    h.clock.advance(300);
+    await h.release();
+    expect(headerValues(await first, RUN_AGE_HEADER)).toEqual(["300"]);
+    h.clock.advance(1200);
+    expect(headerValues(await call(h.url, tc), RUN_AGE_HEADER)).toEqual(["1500"]);
+  });
+
+  it("concurrent identical requests run the handler once and all get the same answer", async () => {
+    const h = await harness({ gated: true });
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    const all = Array.from({ length: 8 }, () => call(h.url, tc));
+    await until(() => h.runs.length === 1);
+    await new Promise((r) => setTimeout(r, 50));
+    await h.release();
+    const answers = await Promise.all(all);
+    expect(h.runs).toHaveLength(1);
+    for (const a of answers) expect(a.json()).toEqual({ n: 1 });
+  });
+
+  it("input mismatch answers at once, without waiting for the pending run", async () => {
+    const h = await harness({ gated: true });
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    const first = call(h.url, tc, { x: 1 });
+    await until(() => h.runs.length === 1);
+    const other = [
+      () => call(h.url, tc, { x: 2 }),
+      () => rawRequest(h.url, { path: "/act?q=2", headers: tcHeaders(tc), body: { x: 1 } }),
+      () => rawRequest(h.url, { path: "/act", headers: tcHeaders(tc), body: { x: 1 } }),
+    ];
+    for (const send of other) {
+      const res = await send();
+      expect(res.status).toBe(409);
+      expect(res.json()).toEqual({
+        message: "The request differs from the recorded request for this tool call.",
+        code: "input_mismatch",
+      });
+    }
+    await h.release();
+    expect((await first).status).toBe(200);
+  });
+
+  it("the input hash covers method, raw path, raw query and body, each length-prefixed", () => {
+    const base = inputHash("POST", "/a/b?x=1", Buffer.from("{}"));
+    expect(inputHash("PUT", "/a/b?x=1", Buffer.from("{}")).equals(base)).toBe(false);
+    expect(inputHash("POST", "/a/c?x=1", Buffer.from("{}")).equals(base)).toBe(false);
+    expect(inputHash("POST", "/a/b?x=2", Buffer.from("{}")).equals(base)).toBe(false);
+    expect(inputHash("POST", "/a/b?x=1", Buffer.from("[]")).equals(base)).toBe(false);
+    // Not decoded: %2F and / are different paths.
+    expect(
+      inputHash("POST", "/a%2Fb?x=1", Buffer.from("{}")).equals(
+        inputHash("POST", "/a/b?x=1", Buffer.from("{}")),
+      ),
+    ).toBe(false);
+    // Length prefixes keep the boundary: path "/ab" + query "" differs from path "/a" + query "b".
+    expect(
+      inputHash("POST", "/ab", Buffer.alloc(0)).equals(inputHash("POST", "/a?b", Buffer.alloc(0))),
+    ).toBe(false);
+    expect(inputHash("POST", "/a/b?x=1", Buffer.from("{}")).equals(base)).toBe(true);
+  });
+
+  it("a waiter whose client leaves writes nothing; the run goes on", async () => {
+    const h = await harness({ gated: true });
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    const ac = new AbortController();
+    const leaving = rawRequest(h.url, {
+      path: "/act?q=1",
+      headers: tcHeaders(tc),
+      body: { x: 1 },
+      signal: ac.signal,
+    });
+    await until(() => h.runs.length === 1);
+    ac.abort();
+    await expect(leaving).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 30));
+    await h.release();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(h.sends()).toBe(0);
+    const replay = await call(h.url, tc);
+    expect(replay.json()).toEqual({ n: 1 });
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it("a published answer wins over a client that went away", async () => {
+    const record = new ToolCallRecord(Buffer.alloc(0), 0, false);
+    record.publish(jsonAnswer(200, { done: true }));
+    const destroyedReply = {
+      raw: { destroyed: true, once: () => undefined, off: () => undefined },
+      request: { raw: { destroyed: true } },
+    } as unknown as FastifyReply;
+    expect((await waitForRecord(record, destroyedReply))?.status).toBe(200);
+  });
+
+  it("a throwing handler is recorded as 500 and never runs again", async () => {
+    const h = await harness({
+      run: () => Promise.reject(new Error("boom")),
+    });
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    const first = await call(h.url, tc);
+    const again = await call(h.url, tc);
+    for (const res of [first, again]) {
+      expect(res.status).toBe(500);
+      expect(res.json()).toEqual({ message: "The tool call handler failed." });
+    }
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it("a pending record dropped by a newer message still wakes its waiters", async () => {
+    const h = await harness({ gated: true });
+    const chatId = newChat();
+    const old = { chatId, message: 5, id: "c" };
+    const a = call(h.url, old);
+    await until(() => h.runs.length === 1);
+    const waiter = call(h.url, old);
+    await new Promise((r) => setTimeout(r, 30));
+    const newer = call(h.url, { chatId, message: 6, id: "c" });
+    await until(() => h.runs.length === 2);
+    expect(h.store.current({ chatId, messageId: 5n as never, toolCallId: Buffer.from("c") })).toBe(
+      false,
+    );
+    await h.release();
+    await h.release();
+    expect((await a).json()).toEqual({ n: 2 });
+    expect((await waiter).json()).toEqual({ n: 2 });
+    expect((await newer).status).toBe(200);
+    const stale = await call(h.url, old);
+    expect(stale.status).toBe(409);
+    expect(stale.json()).toMatchObject({ code: "stale_tool_call" });
+  });
+
+  it("a refusal for an agent started after the call is a coded 409", async () => {
+    const h = await harness();
+    const res = await call(h.url, { chatId: newChat(), message: 1, id: "c", ageMs: 58_000 });
+    expect(res.status).toBe(409);
+    expect(res.json()).toEqual({
+      message: "The workspace agent started after the tool call was committed.",
+      code: "agent_started_after_tool_call",
+    });
+    expect(h.runs).toHaveLength(0);
+  });
+});
