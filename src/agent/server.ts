@@ -185,7 +185,6 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
           ...(workdir !== undefined && { workdir: path.resolve(dir, workdir) }),
           ...(env && { env }),
           ...(background !== undefined && { background }),
-          ...(toolCall && { isCurrent: () => store.current(toolCall.key) }),
         });
         if (!started.ok) return errorAnswer(500, started.message, started.detail);
         return jsonAnswer(200, { id, started: true } satisfies StartProcessResponse);
@@ -195,7 +194,14 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
   app.post("/api/v0/processes/start", withToolCalls(store, startRoute));
 
   app.get("/api/v0/processes/list", (request, reply) =>
-    sendAnswer(reply, jsonAnswer(200, { processes: processes.list(requestState(request).chatId) })),
+    sendAnswer(
+      reply,
+      jsonAnswer(200, {
+        processes: processes.list(requestState(request).chatId, (id, chatId) =>
+          store.isCurrentProcess(id, chatId),
+        ),
+      }),
+    ),
   );
 
   app.get<{ Params: { id: string }; Querystring: { wait?: string } }>(

@@ -397,8 +397,12 @@ export class AgentClient {
       req.once("response", (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
-        res.once("end", () => {
+        // "close" follows both a full answer ("end" first) and a cut one (no "end").
+        res.once("error", () => undefined);
+        res.once("close", () => {
           signal.removeEventListener("abort", onAbort);
+          if (socket) socket.destroy();
+          if (signal.aborted) return;
           if (!res.complete) {
             reject(
               new AgentConnectionError(
@@ -414,9 +418,7 @@ export class AgentClient {
             body: Buffer.concat(chunks),
             runAgeMs: parseRunAgeRaw(res),
           });
-          if (socket) socket.destroy();
         });
-        res.once("error", () => undefined);
       });
       req.end(spec.body);
     });

@@ -22,8 +22,9 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
   const runs: Seen[] = [];
   const gates: (() => void)[] = [];
   let sends = 0;
-  app.addHook("onSend", async () => {
+  app.addHook("onSend", (_request, _reply, payload, done) => {
     sends++;
+    done(null, payload);
   });
   app.post(
     "/act",
@@ -62,7 +63,7 @@ async function until(cond: () => boolean, ms = 5_000): Promise<void> {
 function call(
   url: string,
   tc: TestToolCall | undefined,
-  body: unknown = { x: 1 },
+  body: object = { x: 1 },
   extra: Record<string, string | string[]> = {},
 ) {
   return rawRequest(url, {
@@ -87,7 +88,7 @@ describe("tool call middleware", () => {
     const h = await harness();
     const chatId = newChat();
     const tc = { chatId, message: 5, id: "call_1" };
-    const bad = [
+    const bad: Record<string, string | string[]>[] = [
       { ...tcHeaders(tc), "Coder-Tool-Call-Message-Id": "0" },
       { ...tcHeaders(tc), "Coder-Tool-Call-Age-Ms": "-1" },
       { ...tcHeaders(tc), "Coder-Tool-Call-Id": ["a", "b"] },

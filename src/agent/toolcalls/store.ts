@@ -167,6 +167,23 @@ export class ToolCallStore {
     );
   }
 
+  /**
+   * The process `processId` of `chatId` was started by a tool call that is still current
+   * (CONTRACT.md 7, reaping). Scans only the chat's latest message, so it costs no index.
+   */
+  isCurrentProcess(processId: string, chatId: string | undefined): boolean {
+    const chat = chatId === undefined ? undefined : this.#chats.get(chatId as ChatId);
+    if (!chat) return false;
+    for (const id of chat.records.keys()) {
+      if (
+        toolCallUuid(chatId as ChatId, chat.latestMessageId, Buffer.from(id, "latin1")) ===
+        processId
+      )
+        return true;
+    }
+    return false;
+  }
+
   /** Number of chats with state; state grows with chats, never with tool calls. */
   get chatCount(): number {
     return this.#chats.size;

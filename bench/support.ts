@@ -1,0 +1,91 @@
+// Shared pieces of the benchmarks: child servers that print `listening on URL`, and stats.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export interface Child {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** `bin/tether agent` on a free port, serving `dir`. */
+export function startAgent(dir: string): Promise<Child> {
+  return startChild(path.join(ROOT, "bin/tether"), [
+    "agent",
+    "--listen",
+    "127.0.0.1:0",
+    "--dir",
+    dir,
+  ]);
+}
+
+/** Runs a TypeScript file of this repository in its own Node process. */
+export function startScript(file: string): Promise<Child> {
+  return startChild(process.execPath, ["--import", "tsx", path.join(ROOT, file)]);
+}
+
+/** Starts a server process and resolves with the URL it prints (`listening on URL`). */
+export function startChild(command: string, args: string[]): Promise<Child> {
+  const proc = spawn(command, args, {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m) {
+        resolve({
+          url: m[1]!,
+          proc,
+          stop: () =>
+            new Promise<void>((r) => {
+              if (proc.exitCode !== null) return r();
+              proc.once("exit", () => r());
+              proc.kill("SIGTERM");
+            }),
+        });
+      }
+    });
+    proc.once("exit", (code) =>
+      reject(new Error(`${args.join(" ")} exited with ${code} before listening`)),
+    );
+  });
+}
+
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export interface Stats {
+  median: number;
+  p99: number;
+  n: number;
+}
+
+export function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  return { median: quantile(s, 0.5), p99: quantile(s, 0.99), n: s.length };
+}
+
+export function fmt(n: number, digits = 3): string {
+  return n.toFixed(digits);
+}
+
+/** Parses `--name value` flags into numbers, with defaults. */
+export function numberFlags<T extends Record<string, number>>(defaults: T): T {
+  const out: Record<string, number> = { ...defaults };
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--(.+)$/.exec(argv[i]!);
+    if (m && m[1]! in out) out[m[1]!] = Number(argv[++i]);
+  }
+  return out as T;
+}

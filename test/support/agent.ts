@@ -1,0 +1,71 @@
+// An in-process workspace agent on a free loopback port, with its own temp directory, for
+// tests that speak real HTTP to it. `close()` kills its processes and removes the directory.
+
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { createAgentServer, type AgentServer } from "../../src/agent/index.ts";
+import { AgentClient, ManualClock, realClock, type Clock } from "../../src/contract/index.ts";
+
+export interface TestAgent {
+  url: string;
+  dir: string;
+  server: AgentServer;
+  client: AgentClient;
+  close(): Promise<void>;
+}
+
+/** Real time that can be moved forward at once: an agent that has "been up" for a while. */
+export class JumpClock implements Clock {
+  #skew = 0;
+  now(): number {
+    return realClock.now() + this.#skew;
+  }
+  setTimer(ms: number, fn: () => void) {
+    return realClock.setTimer(ms, fn);
+  }
+  jump(ms: number): void {
+    this.#skew += ms;
+  }
+}
+
+/**
+ * Starts an agent whose clock then moves a minute ahead, so a tool call of age 0 is past the
+ * age margin and runs. The default clock is real time; pass a ManualClock to drive it.
+ */
+export async function startTestAgent(
+  o: { clock?: ManualClock | JumpClock; token?: string; exitGraceMs?: number } = {},
+): Promise<TestAgent> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "tether-agent-"));
+  const clock = o.clock ?? new JumpClock();
+  const server = await createAgentServer({
+    dir,
+    clock,
+    ...(o.token && { token: o.token }),
+    ...(o.exitGraceMs !== undefined && { exitGraceMs: o.exitGraceMs }),
+  });
+  if (clock instanceof ManualClock) clock.advance(60_000);
+  else clock.jump(60_000);
+  const url = await server.listen("127.0.0.1", 0);
+  const client = new AgentClient({ baseUrl: url, ...(o.token && { token: o.token }) });
+  return {
+    url,
+    dir,
+    server,
+    client,
+    async close() {
+      client.close();
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `cond` holds (real time), failing after `ms`. */
+export async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
