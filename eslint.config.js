@@ -28,7 +28,12 @@ export default tseslint.config(
     rules: { "@typescript-eslint/no-unsafe-assignment": "off" },
   },
   {
-    files: ["**/*.js"],
+    // Plain JavaScript runs without the TypeScript loader (the spawner, bench baselines).
+    files: ["**/*.js", "**/*.mjs"],
     extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: {
+      parserOptions: { projectService: false, project: null },
+      globals: { process: "readonly", Buffer: "readonly", console: "readonly", URL: "readonly" },
+    },
   },
 );

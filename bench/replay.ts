@@ -66,7 +66,7 @@ async function load(
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-"));
-const bare = await startScript("bench/bare-fastify.ts");
+const bare = await startScript("bench/bare-fastify.mjs");
 const agentProc = await startAgent(dir);
 try {
   await new Promise((r) => setTimeout(r, 2_100)); // past the age margin, so age 0 runs

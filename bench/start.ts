@@ -23,7 +23,7 @@ function rawSpawn(): Promise<void> {
 }
 
 const dir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-"));
-const floor = await startScript("bench/floor-server.ts");
+const floor = await startScript("bench/floor-server.mjs");
 const agent = await startAgent(dir);
 const floorClient = new AgentClient({ baseUrl: floor.url });
 const agentClient = new AgentClient({ baseUrl: agent.url });

@@ -23,9 +23,9 @@ export function startAgent(dir: string): Promise<Child> {
   ]);
 }
 
-/** Runs a TypeScript file of this repository in its own Node process. */
+/** Runs a plain JavaScript baseline server of this repository with plain node. */
 export function startScript(file: string): Promise<Child> {
-  return startChild(process.execPath, ["--import", "tsx", path.join(ROOT, file)]);
+  return startChild(process.execPath, [path.join(ROOT, file)]);
 }
 
 /** Starts a server process and resolves with the URL it prints (`listening on URL`). */

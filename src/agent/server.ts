@@ -25,6 +25,7 @@ import {
   requestState,
   sendAnswer,
   withToolCalls,
+  distinctHeaders,
   type AgentRequestState,
   type Prepared,
   type RequestInput,
@@ -84,6 +85,9 @@ export function parseJsonBody<T>(
   return { ok: true, value: parsed.data };
 }
 
+/** The start body with `command` optional, so a missing one gets its own message. */
+const START_BODY = StartProcessRequest.extend({ command: z.string().optional() });
+
 function reject(answer: Answer): Prepared {
   return { kind: "answer", answer };
 }
@@ -115,7 +119,7 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
         errorAnswer(401, "Missing or wrong agent token.", "Send Authorization: Bearer <token>."),
       );
     }
-    const chat = parseChatIdHeader(request.raw.headersDistinct);
+    const chat = parseChatIdHeader(distinctHeaders(request.raw));
     if (chat.kind === "error")
       return sendAnswer(reply, errorAnswer(400, "Invalid Coder-Chat-Id header.", chat.detail));
     if (chat.kind === "chat") state.chatId = chat.chatId;
@@ -132,6 +136,11 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
     (err: { statusCode?: number; code?: string; message: string }, _request, reply) => {
       if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
         return sendAnswer(reply, errorAnswer(413, "Request body is too large.", err.message));
+      }
+      if (!err.statusCode || err.statusCode >= 500) {
+        process.stderr.write(
+          `${JSON.stringify({ level: "error", msg: "agent request failed", err: String((err as Error).stack ?? err.message) })}\n`,
+        );
       }
       const status =
         err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
@@ -166,10 +175,7 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
   // ---- processes -----------------------------------------------------------------------
 
   const startRoute = (input: RequestInput): Prepared => {
-    const req = parseJsonBody(
-      input.body,
-      StartProcessRequest.extend({ command: z.string().optional() }),
-    );
+    const req = parseJsonBody(input.body, START_BODY);
     if (!req.ok) return reject(req.answer);
     const { command, workdir, env, background } = req.value;
     if (!command) return reject(errorAnswer(400, "Command is required."));
@@ -208,12 +214,14 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     "/api/v0/processes/:id/output",
     async (request, reply) => {
       const gone = new AbortController();
-      reply.raw.once("close", () => gone.abort());
+      const onClose = () => gone.abort();
+      reply.raw.once("close", onClose);
       const out = await processes.output(request.params.id, requestState(request).chatId, {
         wait: request.query.wait === "true",
         signal: gone.signal,
       });
-      if (gone.signal.aborted && out?.running) return reply.hijack();
+      reply.raw.off("close", onClose);
+      if (gone.signal.aborted) return reply.hijack();
       return sendAnswer(reply, out ? jsonAnswer(200, out) : notFound(request.params.id));
     },
   );
@@ -316,7 +324,7 @@ function notFound(id: string): Answer {
 }
 
 function authorized(request: FastifyRequest, token: Buffer): boolean {
-  const values = request.raw.headersDistinct.authorization;
+  const values = distinctHeaders(request.raw).authorization;
   if (values?.length !== 1) return false;
   const m = /^Bearer (.+)$/.exec(values[0]!);
   if (!m) return false;

@@ -1,9 +1,9 @@
-// The agent client chatd uses (CONTRACT.md 9). A request with a tool call connects first and
-// only then stamps the age header (age + time spent connecting), so waiting for a restarting
-// agent never makes the age stale; it never follows a redirect and every call is bounded.
+// The agent client chatd uses (CONTRACT.md 9). A request with a tool call gets a connected
+// socket first (pooled or new) and only then stamps the age header (age + time spent
+// connecting), so waiting for a restarting agent never makes the age stale; it never follows
+// a redirect and every call is bounded.
 
 import http from "node:http";
-import net from "node:net";
 import { realClock, type Clock } from "./clock.ts";
 import { AgentHttpError, decodeToolCallError } from "./errors.ts";
 import {
@@ -301,61 +301,18 @@ export class AgentClient {
       : controller.signal;
     try {
       signal.throwIfAborted();
-      const headers: Record<string, string> = {};
-      if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-      if (spec.contentType) headers["content-type"] = spec.contentType;
-      if (spec.chatId) headers[CHAT_ID_HEADER] = spec.chatId;
-      let socket: net.Socket | undefined;
-      if (spec.toolCall) {
-        const began = this.#clock.now();
-        socket = await this.#connect(signal);
-        const { ageMs, ...rest } = spec.toolCall;
-        Object.assign(
-          headers,
-          toolCallRequestHeaders(spec.toolCall.chatId, {
-            ...rest,
-            ageMs: ageMs + (this.#clock.now() - began),
-          }),
-        );
-      }
-      return await this.#exchange(spec, headers, socket, signal);
+      return await this.#exchange(spec, signal);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  #connect(signal: AbortSignal): Promise<net.Socket> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: this.#url.hostname, port: Number(this.#url.port || 80) });
-      const onAbort = () => {
-        socket.destroy();
-        reject(signal.reason as Error);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      socket.once("connect", () => {
-        signal.removeEventListener("abort", onAbort);
-        socket.removeAllListeners("error");
-        resolve(socket);
-      });
-      socket.once("error", (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(
-          new AgentConnectionError(
-            `Cannot connect to the workspace agent: ${err.message}`,
-            "connect",
-            { cause: err },
-          ),
-        );
-      });
-    });
-  }
-
-  #exchange(
-    spec: RequestSpec,
-    headers: Record<string, string>,
-    socket: net.Socket | undefined,
-    signal: AbortSignal,
-  ): Promise<RawAnswer> {
+  /**
+   * One request over a connected socket: a pooled keep-alive connection when one is idle,
+   * else a new one. Nothing is written until the socket is connected; only then are the
+   * tool call headers stamped, with the age plus the time spent getting the connection.
+   */
+  #exchange(spec: RequestSpec, signal: AbortSignal): Promise<RawAnswer> {
     let path = spec.path;
     if (spec.query) {
       const q = new URLSearchParams();
@@ -363,7 +320,12 @@ export class AgentClient {
       const s = q.toString();
       if (s) path += "?" + s;
     }
+    const headers: Record<string, string> = {};
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    if (spec.contentType) headers["content-type"] = spec.contentType;
+    if (spec.chatId) headers[CHAT_ID_HEADER] = spec.chatId;
     if (spec.body) headers["content-length"] = String(spec.body.length);
+    const began = this.#clock.now();
     return new Promise((resolve, reject) => {
       const req = http.request({
         host: this.#url.hostname,
@@ -371,17 +333,30 @@ export class AgentClient {
         method: spec.method,
         path,
         headers,
-        ...(socket ? { createConnection: () => socket, agent: false } : { agent: this.#keepAlive }),
+        agent: this.#keepAlive,
       });
-      let sent = socket !== undefined;
+      let sent = false;
       const onAbort = () => {
         req.destroy();
         reject(signal.reason as Error);
       };
       signal.addEventListener("abort", onAbort, { once: true });
+      const send = () => {
+        if (sent || signal.aborted) return;
+        sent = true;
+        if (spec.toolCall) {
+          const { ageMs, ...rest } = spec.toolCall;
+          const stamped = toolCallRequestHeaders(spec.toolCall.chatId, {
+            ...rest,
+            ageMs: ageMs + (this.#clock.now() - began),
+          });
+          for (const [name, value] of Object.entries(stamped)) req.setHeader(name, value);
+        }
+        req.end(spec.body);
+      };
       req.once("socket", (s) => {
-        if (s.connecting) s.once("connect", () => (sent = true));
-        else sent = true;
+        if (s.connecting) s.once("connect", send);
+        else send();
       });
       req.once("error", (err) => {
         signal.removeEventListener("abort", onAbort);
@@ -401,7 +376,6 @@ export class AgentClient {
         res.once("error", () => undefined);
         res.once("close", () => {
           signal.removeEventListener("abort", onAbort);
-          if (socket) socket.destroy();
           if (signal.aborted) return;
           if (!res.complete) {
             reject(
@@ -420,7 +394,6 @@ export class AgentClient {
           });
         });
       });
-      req.end(spec.body);
     });
   }
 }

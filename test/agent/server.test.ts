@@ -85,6 +85,22 @@ describe("bin/tether agent", () => {
     expect(alive(pid)).toBe(false);
   });
 
+  it("an agent killed with SIGKILL leaves no process behind: its spawner kills them", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "tether-cli-"));
+    dirs.push(dir);
+    const { proc, url } = await runAgentCli(["--listen", "127.0.0.1:0", "--dir", dir]);
+    const client = new AgentClient({ baseUrl: url });
+    const started = await client.startProcess({ command: "echo $$; exec sleep 60" });
+    let pid = 0;
+    await until(async () => {
+      pid = Number((await client.processOutput(started.id)).output.trim());
+      return pid > 0;
+    });
+    client.close();
+    proc.kill("SIGKILL");
+    await until(() => !alive(pid));
+  });
+
   it("refuses a bad --listen with a clear error", async () => {
     const proc = spawn(BIN, ["agent", "--listen", "nope"], { stdio: ["ignore", "pipe", "pipe"] });
     children.push(proc);
@@ -107,6 +123,25 @@ describe("agent routes", () => {
       tool_calls: true,
     });
     expect(Number.isNaN(Date.parse(info.started_at))).toBe(false);
+  });
+
+  it("requests through Fastify's inject (no headersDistinct) are parsed the same", async () => {
+    agent = await startTestAgent();
+    const chatId = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+    const res = await agent.server.app.inject({
+      method: "POST",
+      url: "/api/v0/processes/start",
+      headers: {
+        "content-type": "application/json",
+        "coder-chat-id": chatId,
+        "coder-tool-call-message-id": "1",
+        "coder-tool-call-id": "call%2F1",
+        "coder-tool-call-age-ms": "0",
+      },
+      payload: { command: "true" },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["coder-tool-call-run-age-ms"]).toBeDefined();
   });
 
   it("an unknown route is a JSON 404", async () => {

@@ -5,6 +5,7 @@
 import type { Clock } from "../../contract/clock.ts";
 import type { ProcessInfo, ProcessOutputResponse, ToolCallProcess } from "../../contract/types.ts";
 import { TrackedProcess } from "./process.ts";
+import { Spawner } from "./spawner.ts";
 
 /** Longest a `wait=true` output request blocks. */
 export const OUTPUT_WAIT_MAX_MS = 300_000;
@@ -49,7 +50,7 @@ export type SignalResult = "ok" | "not_found" | "not_running";
 export class ProcessManager {
   readonly #clock: Clock;
   readonly #defaultDir: string;
-  readonly #env: NodeJS.ProcessEnv;
+  readonly #spawner: Spawner;
   readonly #exitGraceMs: number;
   /** Registered processes, by id, until a list reaps them. */
   readonly #procs = new Map<string, TrackedProcess>();
@@ -65,7 +66,7 @@ export class ProcessManager {
   constructor(o: ProcessManagerOptions) {
     this.#clock = o.clock;
     this.#defaultDir = o.defaultDir;
-    this.#env = o.env ?? process.env;
+    this.#spawner = new Spawner({ ...(o.env ?? process.env) });
     this.#exitGraceMs = o.exitGraceMs ?? DEFAULT_EXIT_GRACE_MS;
   }
 
@@ -76,7 +77,7 @@ export class ProcessManager {
       return failed(`Process "${o.id}" already exists.`);
     }
     this.#spawning.add(o.id);
-    const env: NodeJS.ProcessEnv = { ...this.#env, ...o.env };
+    const env: Record<string, string> = { ...o.env };
     if (o.chatId !== undefined) env.CODER_CHAT_ID = o.chatId;
     const res = await TrackedProcess.spawn({
       id: o.id,
@@ -89,6 +90,7 @@ export class ProcessManager {
       seq: this.#seq++,
       clock: this.#clock,
       exitGraceMs: this.#exitGraceMs,
+      spawner: this.#spawner,
     });
     this.#spawning.delete(o.id);
     if (!res.ok) return failed(res.detail);
@@ -191,6 +193,7 @@ export class ProcessManager {
       if (p.running || p.mayLinger) p.signalGroup("SIGKILL");
     }
     await Promise.all(procs.map((p) => p.waitExited(undefined, CLOSE_WAIT_MS)));
+    this.#spawner.close();
   }
 
   /** The process if the caller may see it: any process for an operator, else its chat's. */

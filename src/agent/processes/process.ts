@@ -3,10 +3,9 @@
 // after the shell exited when a background child still holds the pipes. That moment is
 // recorded once, so every later reader sees the same exit code, output and `canceled`.
 
-import { spawn, type ChildProcess } from "node:child_process";
-
 import type { Clock, Timer } from "../../contract/clock.ts";
 import { OutputBuffer, type RenderedOutput } from "./output.ts";
+import type { SpawnedProcess, Spawner } from "./spawner.ts";
 
 export interface SpawnOptions {
   id: string;
@@ -14,8 +13,9 @@ export interface SpawnOptions {
   command: string;
   /** The effective working directory. */
   cwd: string;
-  /** The complete environment of the shell. */
-  env: NodeJS.ProcessEnv;
+  /** Added to the spawner's base environment. */
+  env: Record<string, string>;
+  spawner: Spawner;
   background: boolean;
   /** Clock ms: the run's start instant. */
   startedAt: number;
@@ -51,7 +51,7 @@ export class TrackedProcess {
   readonly startedAtUnix: number;
   readonly seq: number;
   readonly #pid: number;
-  readonly #child: ChildProcess;
+  readonly #child: SpawnedProcess;
   readonly #buffer: OutputBuffer;
   readonly #clock: Clock;
   readonly #exitGraceMs: number;
@@ -65,7 +65,7 @@ export class TrackedProcess {
   /** Called once at exit; each removes itself. */
   readonly #waiters = new Set<() => void>();
 
-  private constructor(o: SpawnOptions, child: ChildProcess, pid: number, buffer: OutputBuffer) {
+  private constructor(o: SpawnOptions, child: SpawnedProcess, pid: number, buffer: OutputBuffer) {
     this.id = o.id;
     this.chatId = o.chatId;
     this.command = o.command;
@@ -81,46 +81,20 @@ export class TrackedProcess {
     this.#exitGraceMs = o.exitGraceMs;
   }
 
-  /** Spawns the shell and resolves once it has started ('spawn') or failed ('error'). */
-  static spawn(o: SpawnOptions): Promise<SpawnResult> {
+  /** Spawns the shell (through the spawner) and resolves once it has started or failed. */
+  static async spawn(o: SpawnOptions): Promise<SpawnResult> {
+    const spawned = await o.spawner.spawn({ id: o.id, command: o.command, cwd: o.cwd, env: o.env });
+    if (!spawned.ok)
+      return { ok: false, detail: `${spawned.detail} (working directory "${o.cwd}")` };
+    const child = spawned.process;
     const buffer = new OutputBuffer();
-    let child: ChildProcess;
-    try {
-      child = spawn("sh", ["-c", o.command], {
-        cwd: o.cwd,
-        env: o.env,
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      });
-    } catch (err) {
-      return Promise.resolve({ ok: false, detail: describe(err, o.cwd) });
-    }
-    const onData = (chunk: Buffer) => buffer.write(chunk);
-    for (const stream of [child.stdout, child.stderr]) {
-      stream?.on("data", onData);
-      stream?.on("error", () => {}); // a broken pipe ends the stream; 'close' still follows
-    }
-    return new Promise((resolve) => {
-      const onError = (err: Error) => {
-        child.off("spawn", onSpawn);
-        resolve({ ok: false, detail: describe(err, o.cwd) });
-      };
-      const onSpawn = () => {
-        child.off("error", onError);
-        child.on("error", () => {}); // e.g. a failed kill(); never fatal
-        const pid = child.pid;
-        if (pid === undefined) {
-          resolve({ ok: false, detail: "The process has no pid." });
-          return;
-        }
-        const proc = new TrackedProcess(o, child, pid, buffer);
-        child.once("exit", (code, signal) => proc.#onShellExit(code, signal));
-        child.once("close", () => proc.#finish(false));
-        resolve({ ok: true, proc });
-      };
-      child.once("error", onError);
-      child.once("spawn", onSpawn);
+    const proc = new TrackedProcess(o, child, child.pid, buffer);
+    child.listen({
+      data: (chunk) => buffer.write(chunk),
+      exit: (code, signal) => proc.#onShellExit(code, signal),
+      close: () => proc.#finish(false),
     });
+    return { ok: true, proc };
   }
 
   /** False once the process counts as exited. */
@@ -187,7 +161,7 @@ export class TrackedProcess {
     });
   }
 
-  #onShellExit(code: number | null, signal: NodeJS.Signals | null): void {
+  #onShellExit(code: number | null, signal: string | null): void {
     this.#shellSignaled = signal !== null;
     this.#shellCode = code ?? -1;
     if (this.#exit) return;
@@ -206,16 +180,8 @@ export class TrackedProcess {
       byGrace,
       canceled: this.#cancelKillSent && signaled,
     };
-    if (byGrace) {
-      // Stop reading: the output is final from here on.
-      this.#child.stdout?.destroy();
-      this.#child.stderr?.destroy();
-    }
+    // Stop reading: the output is final from here on.
+    if (byGrace) this.#child.stopReading();
     for (const wake of [...this.#waiters]) wake();
   }
-}
-
-function describe(err: unknown, cwd: string): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return `${message} (working directory "${cwd}")`;
 }

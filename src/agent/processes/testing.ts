@@ -10,11 +10,15 @@ export function rememberGroup(pgid: number): void {
   groups.add(pgid);
 }
 
-/** Remembers the group of every living shell this worker spawned (its direct children). */
+/**
+ * Remembers the group of every living shell this worker spawned: the children of its
+ * spawner processes (which are this worker's own children).
+ */
 export function rememberChildGroups(): void {
-  for (const pid of pids()) {
-    const st = procStat(pid);
-    if (st && st.ppid === process.pid) groups.add(st.pgrp);
+  const all = pids().map((pid) => ({ pid, st: procStat(pid) }));
+  const spawners = new Set(all.filter((p) => p.st?.ppid === process.pid).map((p) => p.pid));
+  for (const { st } of all) {
+    if (st && spawners.has(st.ppid)) groups.add(st.pgrp);
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type ToolCallProcess,
 } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer } from "../answer.ts";
-import { requestState, sendAnswer, waitForRecord } from "./middleware.ts";
+import { distinctHeaders, requestState, sendAnswer, waitForRecord } from "./middleware.ts";
 import { contextFor, type ToolCallStore } from "./store.ts";
 
 /** Stops the process a tool call started, under the run-age rule. */
@@ -53,7 +53,7 @@ export function parseStopThreshold(
 export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
   return async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
     const { enteredAt, chatId } = requestState(request);
-    const parsed = parseToolCallHeaders(request.raw.headersDistinct);
+    const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
     switch (parsed.kind) {
       case "none":
         return sendAnswer(reply, errorAnswer(400, "Cancel requires the tool call headers."));

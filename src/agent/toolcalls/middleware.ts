@@ -3,12 +3,14 @@
 // request gets the one recorded answer back — byte for byte, with the run age.
 
 import { createHash } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   RUN_AGE_HEADER,
   parseToolCallHeaders,
   toolCallErrorBody,
   type ChatId,
+  type DistinctHeaders,
 } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer, type Answer } from "../answer.ts";
 import {
@@ -43,6 +45,20 @@ export const HANDLER_FAILED_MESSAGE = "The tool call handler failed.";
 export interface AgentRequestState {
   enteredAt: number;
   chatId: ChatId | undefined;
+}
+
+/**
+ * Header values by lower-case name with repeats kept apart. Node joins repeats in
+ * `headers`; `headersDistinct` keeps them, and is rebuilt from `rawHeaders` where a request
+ * object lacks it (Fastify's inject).
+ */
+export function distinctHeaders(raw: IncomingMessage): DistinctHeaders {
+  if (raw.headersDistinct) return raw.headersDistinct;
+  const out: Record<string, string[]> = {};
+  for (let i = 0; i < raw.rawHeaders.length; i += 2) {
+    (out[raw.rawHeaders[i]!.toLowerCase()] ??= []).push(raw.rawHeaders[i + 1]!);
+  }
+  return out;
 }
 
 export function requestState(request: FastifyRequest): AgentRequestState {
@@ -119,7 +135,7 @@ export function withToolCalls(store: ToolCallStore, route: Route) {
     const { enteredAt, chatId } = requestState(request);
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const query = request.query as Record<string, string | undefined>;
-    const parsed = parseToolCallHeaders(request.raw.headersDistinct);
+    const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
     if (parsed.kind === "error") {
       return sendAnswer(reply, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
     }

@@ -1,4 +1,5 @@
-// The baseline of the replay benchmark: a bare Fastify route that answers a constant.
+// The baseline of the replay benchmark: a bare Fastify route that answers a constant. Plain
+// JavaScript run by plain node.
 
 import Fastify from "fastify";
 
