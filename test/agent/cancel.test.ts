@@ -3,35 +3,20 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   ManualClock,
   RUN_AGE_HEADER,
-  toMessageId,
   type CancelToolCallResponse,
-  type ToolCall,
 } from "../../src/contract/index.ts";
 import { headerValues, rawRequest } from "../support/http.ts";
-import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../support/toolcall.ts";
-import { startTestAgent, until, type TestAgent } from "../support/agent.ts";
+import { newChat, tcHeaders, tcToolCall, tcUuid, type TestToolCall } from "../support/toolcall.ts";
+import { until, useAgents, type TestAgent } from "../support/agent.ts";
 
-let agent: TestAgent | undefined;
-afterEach(async () => {
-  await agent?.close();
-  agent = undefined;
-});
-
-function toolCall(tc: TestToolCall): ToolCall {
-  return {
-    chatId: tc.chatId,
-    messageId: toMessageId(tc.message)!,
-    toolCallId: tc.id,
-    ageMs: tc.ageMs ?? 0,
-  };
-}
+const startAgent = useAgents();
 
 function start(a: TestAgent, tc: TestToolCall, command: string, background = false) {
-  return a.client.startProcess({ command, background }, { toolCall: toolCall(tc) });
+  return a.client.startProcess({ command, background }, { toolCall: tcToolCall(tc) });
 }
 
 function cancel(a: TestAgent, tc: TestToolCall, stopIfRunAgeBelowMs: number | null | string = 0) {
@@ -48,7 +33,7 @@ async function processAlive(a: TestAgent, id: string): Promise<boolean> {
 
 describe("cancel", () => {
   it("never received: started false, and a later start gets tool_call_canceled and never runs", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 3, id: "call_1" };
     const res = await cancel(agent, tc, 10_000);
     expect(res.status).toBe(200);
@@ -64,11 +49,11 @@ describe("cancel", () => {
 
   it("a running process below the threshold is killed: canceled, partial output, run age", async () => {
     const clock = new ManualClock();
-    agent = await startTestAgent({ clock });
+    const agent = await startAgent({ clock });
     const tc = { chatId: newChat(), message: 3, id: "call_1" };
     const started = await start(agent, tc, "echo early; sleep 30; echo late");
     await until(async () =>
-      (await agent!.client.processOutput(started.id)).output.includes("early"),
+      (await agent.client.processOutput(started.id)).output.includes("early"),
     );
     clock.advance(700);
     const res = await cancel(agent, tc, 1_000);
@@ -93,7 +78,7 @@ describe("cancel", () => {
 
   it("at or above the threshold, or with threshold 0 or negative, the process is left running", async () => {
     const clock = new ManualClock();
-    agent = await startTestAgent({ clock });
+    const agent = await startAgent({ clock });
     const chatId = newChat();
     const calls = ["a", "b", "c", "d"].map((id) => ({ chatId, message: 4, id }));
     const ids = [];
@@ -112,7 +97,7 @@ describe("cancel", () => {
   });
 
   it("an absent or null threshold is 0, and a non-integer one is refused with nothing recorded", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const started = await start(agent, tc, "sleep 30");
     const nullBody = (await cancel(agent, tc, null)).json<CancelToolCallResponse>();
@@ -142,7 +127,7 @@ describe("cancel", () => {
   });
 
   it("an exited process answers its exit code and is not canceled", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const started = await start(agent, tc, "echo done; exit 3");
     await agent.client.processOutput(started.id, { wait: true });
@@ -156,7 +141,7 @@ describe("cancel", () => {
   });
 
   it("a repeated cancel still says canceled", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     await start(agent, tc, "sleep 30");
     const first = (await cancel(agent, tc, 60_000)).json<CancelToolCallResponse>();
@@ -166,7 +151,7 @@ describe("cancel", () => {
   });
 
   it("a kill through /signal is not canceled", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const started = await start(agent, tc, "sleep 30");
     await agent.client.signalProcess(started.id, "kill");
@@ -180,7 +165,7 @@ describe("cancel", () => {
   });
 
   it("a cancel kills grandchildren too: `sleep 100 & sleep 100` leaves no survivor", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const sleep = `sleep 100.${Math.floor(Math.random() * 1e9)}`; // unique to this test
     await start(agent, tc, `${sleep} & ${sleep}`);
@@ -191,14 +176,18 @@ describe("cancel", () => {
   });
 
   it("spawn failure is recorded as 500, and cancel reports started with status 500 and no process", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const req = { command: "true", workdir: path.join(agent.dir, "missing") };
-    await expect(agent.client.startProcess(req, { toolCall: toolCall(tc) })).rejects.toMatchObject({
+    await expect(
+      agent.client.startProcess(req, { toolCall: tcToolCall(tc) }),
+    ).rejects.toMatchObject({
       status: 500,
       message: "Failed to start process.",
     });
-    await expect(agent.client.startProcess(req, { toolCall: toolCall(tc) })).rejects.toMatchObject({
+    await expect(
+      agent.client.startProcess(req, { toolCall: tcToolCall(tc) }),
+    ).rejects.toMatchObject({
       status: 500,
     });
     const body = (await cancel(agent, tc, 60_000)).json<CancelToolCallResponse>();
@@ -207,7 +196,7 @@ describe("cancel", () => {
   });
 
   it("a wrong path ID or another chat's ID is 400 and records nothing", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 4, id: "a" };
     const other = { ...tc, chatId: newChat() };
     for (const id of [tcUuid({ ...tc, id: "b" }), tcUuid(other), "not-a-uuid"]) {
@@ -229,7 +218,7 @@ describe("cancel", () => {
   });
 
   it("stale and agent-started-after refusals are coded 409s", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const chatId = newChat();
     await start(agent, { chatId, message: 9, id: "a" }, "true");
     const stale = await cancel(agent, { chatId, message: 8, id: "a" });
@@ -246,10 +235,10 @@ describe("cancel", () => {
   });
 
   it("the client's cancel sends the headers and reads the run age", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 2, id: "call/1 é" };
     await start(agent, tc, "sleep 30");
-    const answer = await agent.client.cancelToolCall(toolCall(tc), 60_000);
+    const answer = await agent.client.cancelToolCall(tcToolCall(tc), 60_000);
     expect(answer.started && answer.process?.canceled).toBe(true);
     expect(answer.runAgeMs).toBeGreaterThanOrEqual(0);
   });

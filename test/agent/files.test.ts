@@ -2,30 +2,17 @@
 
 import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { RUN_AGE_HEADER, toMessageId, type ToolCall } from "../../src/contract/index.ts";
+import { describe, expect, it } from "vitest";
+import { RUN_AGE_HEADER } from "../../src/contract/index.ts";
 import { headerValues, rawRequest } from "../support/http.ts";
-import { newChat, tcHeaders, type TestToolCall } from "../support/toolcall.ts";
-import { startTestAgent, type TestAgent } from "../support/agent.ts";
+import { newChat, tcHeaders, tcToolCall } from "../support/toolcall.ts";
+import { useAgents } from "../support/agent.ts";
 
-let agent: TestAgent | undefined;
-afterEach(async () => {
-  await agent?.close();
-  agent = undefined;
-});
-
-function toolCall(tc: TestToolCall): ToolCall {
-  return {
-    chatId: tc.chatId,
-    messageId: toMessageId(tc.message)!,
-    toolCallId: tc.id,
-    ageMs: tc.ageMs ?? 0,
-  };
-}
+const startAgent = useAgents();
 
 describe("files through the contract", () => {
   it("an edit runs once: a repeat replays the answer and does not touch the disk", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "a.txt");
     await writeFile(file, "one\ntwo\n");
     const tc = { chatId: newChat(), message: 2, id: "edit_1" };
@@ -33,16 +20,16 @@ describe("files through the contract", () => {
       files: [{ path: file, edits: [{ old_text: "two", new_text: "three" }] }],
       include_diff: true,
     };
-    const first = await agent.client.editFiles(req, { toolCall: toolCall(tc) });
+    const first = await agent.client.editFiles(req, { toolCall: tcToolCall(tc) });
     expect(await readFile(file, "utf8")).toBe("one\nthree\n");
     await writeFile(file, "one\ntwo\n"); // someone else puts it back
-    const again = await agent.client.editFiles(req, { toolCall: toolCall(tc) });
+    const again = await agent.client.editFiles(req, { toolCall: tcToolCall(tc) });
     expect(again.files).toEqual(first.files);
     expect(await readFile(file, "utf8")).toBe("one\ntwo\n");
   });
 
   it("a failed edit is recorded and replayed; it wrote nothing", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const a = path.join(agent.dir, "a.txt");
     const b = path.join(agent.dir, "b.txt");
     await writeFile(a, "alpha\n");
@@ -73,7 +60,7 @@ describe("files through the contract", () => {
   });
 
   it("a malformed edit request is 400 and records nothing", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "a.txt");
     await writeFile(file, "x\n");
     const tc = { chatId: newChat(), message: 2, id: "edit_1" };
@@ -91,28 +78,28 @@ describe("files through the contract", () => {
       expect(headerValues(res, RUN_AGE_HEADER)).toEqual([]);
     }
     const req = { files: [{ path: file, edits: [{ old_text: "x", new_text: "y" }] }] };
-    await agent.client.editFiles(req, { toolCall: toolCall(tc) });
+    await agent.client.editFiles(req, { toolCall: tcToolCall(tc) });
     expect(await readFile(file, "utf8")).toBe("y\n");
   });
 
   it("write-file through the contract runs once, keeps the mode and creates parents", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "deep", "er", "f.sh");
     const tc = { chatId: newChat(), message: 2, id: "w" };
-    const res = await agent.client.writeFile(file, "#!/bin/sh\n", { toolCall: toolCall(tc) });
+    const res = await agent.client.writeFile(file, "#!/bin/sh\n", { toolCall: tcToolCall(tc) });
     expect(res.message).toBe(`Successfully wrote to "${file}"`);
     await writeFile(file, "changed\n");
-    await agent.client.writeFile(file, "#!/bin/sh\n", { toolCall: toolCall(tc) });
+    await agent.client.writeFile(file, "#!/bin/sh\n", { toolCall: tcToolCall(tc) });
     expect(await readFile(file, "utf8")).toBe("changed\n");
     const exe = path.join(agent.dir, "run.sh");
     await writeFile(exe, "old", { mode: 0o755 });
-    await agent.client.writeFile(exe, "new", { toolCall: toolCall({ ...tc, id: "w2" }) });
+    await agent.client.writeFile(exe, "new", { toolCall: tcToolCall({ ...tc, id: "w2" }) });
     expect((await stat(exe)).mode & 0o777).toBe(0o755);
     expect(await readFile(exe, "utf8")).toBe("new");
   });
 
   it("write-file takes 32 MiB bodies and answers 413 above its limit, writing nothing", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "big.bin");
     const big = Buffer.alloc(32 * 1024 * 1024, 7);
     await agent.client.writeFile(file, big);
@@ -129,7 +116,7 @@ describe("files through the contract", () => {
   });
 
   it("JSON bodies above 1 MiB get 413 and start nothing", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const res = await rawRequest(agent.url, {
       path: "/api/v0/processes/start",
       body: { command: "true", pad: "x".repeat(1024 * 1024) },
@@ -139,7 +126,7 @@ describe("files through the contract", () => {
   });
 
   it("reads go through without tool call headers", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "r.txt");
     await writeFile(file, "a\nb\nc\n");
     expect((await agent.client.readFile(file, { offset: 2, limit: 3 })).toString()).toBe("b\nc");

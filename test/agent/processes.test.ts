@@ -2,41 +2,23 @@
 
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  ManualClock,
-  RUN_AGE_HEADER,
-  toMessageId,
-  type ToolCall,
-} from "../../src/contract/index.ts";
+import { describe, expect, it } from "vitest";
+import { ManualClock, RUN_AGE_HEADER } from "../../src/contract/index.ts";
 import { headerValues, rawRequest } from "../support/http.ts";
-import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../support/toolcall.ts";
-import { startTestAgent, until, type TestAgent } from "../support/agent.ts";
+import { newChat, tcHeaders, tcToolCall, tcUuid } from "../support/toolcall.ts";
+import { until, useAgents } from "../support/agent.ts";
 
-let agent: TestAgent | undefined;
-afterEach(async () => {
-  await agent?.close();
-  agent = undefined;
-});
-
-function toolCall(tc: TestToolCall): ToolCall {
-  return {
-    chatId: tc.chatId,
-    messageId: toMessageId(tc.message)!,
-    toolCallId: tc.id,
-    ageMs: tc.ageMs ?? 0,
-  };
-}
+const startAgent = useAgents();
 
 describe("processes through the contract", () => {
   it("a start sent 8 times concurrently and again after exit appends exactly one line", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const file = path.join(agent.dir, "log.txt");
     const tc = { chatId: newChat(), message: 7, id: "call_append" };
     const req = { command: `echo line >> ${file}` };
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
-        rawRequest(agent!.url, {
+        rawRequest(agent.url, {
           path: "/api/v0/processes/start",
           headers: tcHeaders(tc),
           body: req,
@@ -49,16 +31,16 @@ describe("processes through the contract", () => {
       expect(headerValues(a, RUN_AGE_HEADER)).toHaveLength(1);
     }
     await agent.client.processOutput(tcUuid(tc), { wait: true });
-    const again = await agent.client.startProcess(req, { toolCall: toolCall(tc) });
+    const again = await agent.client.startProcess(req, { toolCall: tcToolCall(tc) });
     expect(again.id).toBe(tcUuid(tc));
     expect(await readFile(file, "utf8")).toBe("line\n");
   });
 
   it("the process ID is the tool call UUID, and without headers a fresh random one", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 1, id: "toolu_01/%x y" };
     expect(
-      (await agent.client.startProcess({ command: "true" }, { toolCall: toolCall(tc) })).id,
+      (await agent.client.startProcess({ command: "true" }, { toolCall: tcToolCall(tc) })).id,
     ).toBe(tcUuid(tc));
     const a = await agent.client.startProcess({ command: "true" });
     const b = await agent.client.startProcess({ command: "true" });
@@ -67,7 +49,7 @@ describe("processes through the contract", () => {
   });
 
   it("the work outlives the request that started it", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 1, id: "a" };
     const file = path.join(agent.dir, "late.txt");
     const ac = new AbortController();
@@ -78,7 +60,7 @@ describe("processes through the contract", () => {
       signal: ac.signal,
     });
     // The client goes away once the agent has the request (or right after its answer).
-    await until(async () => (await agent!.client.listProcesses()).processes.length === 1);
+    await until(async () => (await agent.client.listProcesses()).processes.length === 1);
     ac.abort();
     await req.catch(() => undefined);
     expect((await agent.client.listProcesses()).processes[0]).toMatchObject({
@@ -89,18 +71,18 @@ describe("processes through the contract", () => {
   });
 
   it("env, workdir and CODER_CHAT_ID reach the process", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 1, id: "a" };
     const started = await agent.client.startProcess(
       { command: 'echo "$FOO $CODER_CHAT_ID $(pwd)"', env: { FOO: "bar" }, workdir: "/tmp" },
-      { toolCall: toolCall(tc) },
+      { toolCall: tcToolCall(tc) },
     );
     const out = await agent.client.processOutput(started.id, { wait: true, chatId: tc.chatId });
     expect(out).toMatchObject({ running: false, exit_code: 0, output: `bar ${tc.chatId} /tmp\n` });
   });
 
   it("a missing command is 400 and starts nothing; bad JSON too", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const tc = { chatId: newChat(), message: 1, id: "a" };
     for (const body of [{}, { command: "" }, "{nope", { command: 5 }]) {
       const res = await rawRequest(agent.url, {
@@ -121,18 +103,18 @@ describe("processes through the contract", () => {
     expect((await agent.client.listProcesses()).processes).toHaveLength(0);
     // Nothing was recorded: a good request for the same call runs.
     await expect(
-      agent.client.startProcess({ command: "true" }, { toolCall: toolCall(tc) }),
+      agent.client.startProcess({ command: "true" }, { toolCall: tcToolCall(tc) }),
     ).resolves.toMatchObject({
       started: true,
     });
   });
 
   it("another chat cannot read, list, signal or cancel a process", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const owner = { chatId: newChat(), message: 1, id: "a" };
     const started = await agent.client.startProcess(
       { command: "sleep 30" },
-      { toolCall: toolCall(owner) },
+      { toolCall: tcToolCall(owner) },
     );
     const other = newChat();
     const notFound = { message: `Process "${started.id}" not found.` };
@@ -170,7 +152,7 @@ describe("processes through the contract", () => {
   });
 
   it("signal: kill and terminate reach the group; a finished process is 409; bad signals 400", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const a = await agent.client.startProcess({ command: "sleep 30" });
     const res = await agent.client.signalProcess(a.id, "terminate");
     expect(res.message).toMatch(/terminate/);
@@ -191,12 +173,12 @@ describe("processes through the contract", () => {
 
   it("listing reaps processes that exited 5 minutes ago, except one whose tool call is current", async () => {
     const clock = new ManualClock();
-    agent = await startTestAgent({ clock });
+    const agent = await startAgent({ clock });
     const chatId = newChat();
     const current = { chatId, message: 1, id: "a" };
     const p1 = await agent.client.startProcess(
       { command: "true" },
-      { toolCall: toolCall(current) },
+      { toolCall: tcToolCall(current) },
     );
     const plain = await agent.client.startProcess({ command: "true" });
     await agent.client.processOutput(p1.id, { wait: true });
@@ -206,14 +188,14 @@ describe("processes through the contract", () => {
     // A newer message makes the first call no longer current: now it is reaped.
     const p2 = await agent.client.startProcess(
       { command: "true" },
-      { toolCall: toolCall({ chatId, message: 2, id: "a" }) },
+      { toolCall: tcToolCall({ chatId, message: 2, id: "a" }) },
     );
     await agent.client.processOutput(p2.id, { wait: true });
     expect((await agent.client.listProcesses()).processes.map((p) => p.id)).toEqual([p2.id]);
   });
 
   it("output with wait returns when the process exits", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const a = await agent.client.startProcess({ command: "sleep 0.2; echo hi; exit 4" });
     expect(await agent.client.processOutput(a.id, { wait: true })).toMatchObject({
       running: false,

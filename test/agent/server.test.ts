@@ -7,16 +7,14 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentClient } from "../../src/contract/index.ts";
 import { rawRequest } from "../support/http.ts";
-import { startTestAgent, until, type TestAgent } from "../support/agent.ts";
+import { until, useAgents } from "../support/agent.ts";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
 
-let agent: TestAgent | undefined;
+const startAgent = useAgents();
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 afterEach(async () => {
-  await agent?.close();
-  agent = undefined;
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
   for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
 });
@@ -114,7 +112,7 @@ describe("bin/tether agent", () => {
 
 describe("agent routes", () => {
   it("info answers version, api version, start time and tool_calls", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const info = await agent.client.info();
     expect(info).toEqual({
       version: expect.any(String),
@@ -126,7 +124,7 @@ describe("agent routes", () => {
   });
 
   it("requests through Fastify's inject (no headersDistinct) are parsed the same", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const chatId = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
     const res = await agent.server.app.inject({
       method: "POST",
@@ -145,14 +143,14 @@ describe("agent routes", () => {
   });
 
   it("an unknown route is a JSON 404", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const res = await rawRequest(agent.url, { path: "/api/v0/nope" });
     expect(res.status).toBe(404);
     expect(res.json()).toHaveProperty("message");
   });
 
   it("a repeated Coder-Chat-Id is 400", async () => {
-    agent = await startTestAgent();
+    const agent = await startAgent();
     const id = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
     const res = await rawRequest(agent.url, {
       path: "/api/v0/processes/list",

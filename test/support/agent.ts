@@ -2,6 +2,7 @@
 // tests that speak real HTTP to it. `close()` kills its processes and removes the directory.
 
 import { mkdtemp, rm } from "node:fs/promises";
+import { afterEach } from "vitest";
 import os from "node:os";
 import path from "node:path";
 import { createAgentServer, type AgentServer } from "../../src/agent/index.ts";
@@ -68,4 +69,17 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 5_000):
     if (Date.now() > end) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** For a test file: starts agents, and closes each after its test, even when the test fails. */
+export function useAgents(): typeof startTestAgent {
+  const live: TestAgent[] = [];
+  afterEach(async () => {
+    await Promise.all(live.splice(0).map((a) => a.close()));
+  });
+  return async (o) => {
+    const a = await startTestAgent(o);
+    live.push(a);
+    return a;
+  };
 }

@@ -7,6 +7,7 @@ import {
   toolCallRequestHeaders,
   toolCallUuid,
   type ChatId,
+  type ToolCall,
 } from "../../src/contract/index.ts";
 
 export function newChat(): ChatId {
@@ -30,4 +31,14 @@ export function tcHeaders(tc: TestToolCall): Record<string, string> {
 
 export function tcUuid(tc: TestToolCall): string {
   return toolCallUuid(tc.chatId, toMessageId(tc.message)!, tc.id);
+}
+
+/** The client's form of a test tool call. */
+export function tcToolCall(tc: TestToolCall): ToolCall {
+  return {
+    chatId: tc.chatId,
+    messageId: toMessageId(tc.message)!,
+    toolCallId: tc.id,
+    ageMs: tc.ageMs ?? 0,
+  };
 }
