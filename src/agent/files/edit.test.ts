@@ -17,7 +17,7 @@ describe("edit-files", () => {
   const edit = (old_text: string, new_text: string, replace_all?: boolean) =>
     replace_all === undefined ? { old_text, new_text } : { old_text, new_text, replace_all };
 
-  it("ExactMatchIsReplacedAndTheAnswerIsEmpty", async () => {
+  it("exact match is replaced and the answer is empty", async () => {
     const path = await fixture("a.ts", "const a = 1;\nconst b = 2;\n");
     const answer = await editFiles({ files: [{ path, edits: [edit("b = 2", "b = 3")] }] });
     expect(answer.status).toBe(200);
@@ -25,20 +25,20 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("const a = 1;\nconst b = 3;\n");
   });
 
-  it("SecondPassMatchesWholeLinesIgnoringTrailingWhitespace", async () => {
+  it("second pass matches whole lines ignoring trailing whitespace", async () => {
     const path = await fixture("a.txt", "keep\nfoo  \nbar\t\nend\n");
     const answer = await editFiles({ files: [{ path, edits: [edit("foo\nbar", "FOO\nBAR")] }] });
     expect(answer.status).toBe(200);
     expect(await text(path)).toBe("keep\nFOO\nBAR\nend\n");
   });
 
-  it("SecondPassKeepsCrlfLineEndings", async () => {
+  it("second pass keeps crlf line endings", async () => {
     const path = await fixture("win.txt", "one\r\ntwo\r\nthree\r\n");
     await editFiles({ files: [{ path, edits: [edit("one\ntwo\n", "uno\ndos\n")] }] });
     expect(await text(path)).toBe("uno\r\ndos\r\nthree\r\n");
   });
 
-  it("ThirdPassMatchesWholeLinesIgnoringLeadingAndTrailingWhitespace", async () => {
+  it("third pass matches whole lines ignoring leading and trailing whitespace", async () => {
     const path = await fixture("b.ts", "function f() {\n  if (x) {\n    y();\n  }\n}\n");
     const answer = await editFiles({
       files: [{ path, edits: [edit("if (x) {\ny();\n}", "  if (z) {\n    w();\n  }")] }],
@@ -47,7 +47,7 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("function f() {\n  if (z) {\n    w();\n  }\n}\n");
   });
 
-  it("AmbiguousMatchIs400NamingTheCountAndNothingIsWritten", async () => {
+  it("ambiguous match is 400 naming the count and nothing is written", async () => {
     const content = "x = 1;\nx = 1;\nx = 1;\n";
     const path = await fixture("c.ts", content);
     const answer = await editFiles({ files: [{ path, edits: [edit("x = 1;", "x = 2;")] }] });
@@ -59,14 +59,14 @@ describe("edit-files", () => {
     expect(await text(path)).toBe(content);
   });
 
-  it("ReplaceAllReplacesEveryMatch", async () => {
+  it("replace all replaces every match", async () => {
     const path = await fixture("c.ts", "x = 1;\ny;\nx = 1;\n");
     const answer = await editFiles({ files: [{ path, edits: [edit("x = 1;", "x = 2;", true)] }] });
     expect(answer.status).toBe(200);
     expect(await text(path)).toBe("x = 2;\ny;\nx = 2;\n");
   });
 
-  it("NotFoundIs400NamingFileAndEditAndHowToFixIt", async () => {
+  it("not found is 400 naming file and edit and how to fix it", async () => {
     const path = await fixture("d.ts", "alpha\nbeta\n");
     const answer = await editFiles({
       files: [{ path, edits: [edit("alpha", "ALPHA"), edit("gamma", "GAMMA")] }],
@@ -79,7 +79,7 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("alpha\nbeta\n");
   });
 
-  it("EditsOfOneFileApplyInOrderEachToThePreviousResult", async () => {
+  it("edits of one file apply in order each to the previous result", async () => {
     const path = await fixture("e.txt", "one\n");
     const answer = await editFiles({
       files: [{ path, edits: [edit("one", "two"), edit("two", "three")] }],
@@ -88,7 +88,7 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("three\n");
   });
 
-  it("ValidationFailureInTheSecondFileLeavesTheFirstByteIdentical", async () => {
+  it("validation failure in the second file leaves the first byte identical", async () => {
     const first = await fixture("first.txt", "keep me\r\nexactly \n");
     const before = await readFile(first);
     const second = await fixture("second.txt", "hello\n");
@@ -104,7 +104,7 @@ describe("edit-files", () => {
     expect(await text(second)).toBe("hello\n");
   });
 
-  it("MissingFileIs404AndNoOtherFileIsWritten", async () => {
+  it("missing file is 404 and no other file is written", async () => {
     const first = await fixture("first.txt", "a\n");
     const missing = join(tmp(), "missing.txt");
     const answer = await editFiles({
@@ -118,7 +118,7 @@ describe("edit-files", () => {
     expect(await text(first)).toBe("a\n");
   });
 
-  it("DuplicatePathIs400EvenWhenSpelledDifferentlyOrThroughASymlink", async () => {
+  it("duplicate path is 400 even when spelled differently or through a symlink", async () => {
     const path = await fixture("f.txt", "a b\n");
     const respelled = await editFiles({
       files: [
@@ -141,7 +141,7 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("a b\n");
   });
 
-  it("EmptyOldTextIs400NamingTheEdit", async () => {
+  it("empty old text is 400 naming the edit", async () => {
     const path = await fixture("g.txt", "a\n");
     const answer = await editFiles({ files: [{ path, edits: [edit("a", "b"), edit("", "x")] }] });
     expect(answer.status).toBe(400);
@@ -150,7 +150,7 @@ describe("edit-files", () => {
     expect(await text(path)).toBe("a\n");
   });
 
-  it("NoFilesNoEditsRelativePathAndSchemaFailuresAre400", async () => {
+  it("no files no edits relative path and schema failures are 400", async () => {
     const cases: [unknown, RegExp][] = [
       [{ files: [] }, /No files to edit/],
       [{ files: [{ path: join(tmp(), "x"), edits: [] }] }, /has no edits/],
@@ -167,7 +167,7 @@ describe("edit-files", () => {
     }
   });
 
-  it("AnEditedFileKeepsItsModeAndNoTempFileIsLeft", async () => {
+  it("an edited file keeps its mode and no temp file is left", async () => {
     const path = await fixture("tool.sh", "echo hi\n");
     await chmod(path, 0o755);
     expect((await editFiles({ files: [{ path, edits: [edit("hi", "bye")] }] })).status).toBe(200);
@@ -175,7 +175,7 @@ describe("edit-files", () => {
     expect(await readdir(tmp())).toEqual(["tool.sh"]);
   });
 
-  it("IncludeDiffAnswersAUnifiedDiffPerFile", async () => {
+  it("include diff answers a unified diff per file", async () => {
     const path = await fixture("h.txt", "a\nb\nc\n");
     const answer = await editFiles({
       files: [{ path, edits: [edit("b", "B")] }],
@@ -186,7 +186,7 @@ describe("edit-files", () => {
     });
   });
 
-  it("NonUtf8FileIsRefusedAndKept", async () => {
+  it("non utf 8 file is refused and kept", async () => {
     const path = join(tmp(), "bin.dat");
     const bytes = Buffer.from([0x61, 0xff, 0x62, 0x0a]);
     await putFile(path, bytes);
@@ -196,7 +196,7 @@ describe("edit-files", () => {
     expect((await readFile(path)).equals(bytes)).toBe(true);
   });
 
-  it("ParseEditFilesRequestRefusesBadInputWithoutTouchingFiles", async () => {
+  it("parse edit files request refuses bad input without touching files", async () => {
     const path = await fixture("i.txt", "a\n");
     const bad = parseEditFilesRequest(Buffer.from("{not json"));
     expect(bad.ok).toBe(false);

@@ -20,7 +20,7 @@ describe("read-file-lines", () => {
     return bodyOf(answer);
   }
 
-  it("NumbersLinesFromOneJoinedWithoutTrailingNewline", async () => {
+  it("numbers lines from one joined without trailing newline", async () => {
     const path = await fixture("alpha\nbeta\ngamma\n");
     expect(await read({ path })).toEqual({
       success: true,
@@ -31,19 +31,19 @@ describe("read-file-lines", () => {
     });
   });
 
-  it("OffsetIsOneBasedAndLimitCountsLines", async () => {
+  it("offset is one based and limit counts lines", async () => {
     const path = await fixture("a\nb\nc\nd\ne");
     const body = await read({ path, offset: "2", limit: "3" });
     expect(body).toMatchObject({ success: true, total_lines: 5, lines_read: 3 });
     expect(body.content).toBe("2\tb\n3\tc\n4\td");
   });
 
-  it("CarriageReturnsOfCrlfLinesAreNotShown", async () => {
+  it("carriage returns of crlf lines are not shown", async () => {
     const body = await read({ path: await fixture("one\r\ntwo\r\n") });
     expect(body.content).toBe("1\tone\n2\ttwo");
   });
 
-  it("EmptyFileIsSuccessWithNoLines", async () => {
+  it("empty file is success with no lines", async () => {
     const body = await read({ path: await fixture("") });
     expect(body).toEqual({
       success: true,
@@ -54,13 +54,13 @@ describe("read-file-lines", () => {
     });
   });
 
-  it("OffsetPastTheEndIsSuccessFalse", async () => {
+  it("offset past the end is success false", async () => {
     const body = await read({ path: await fixture("a\nb\n"), offset: "3" });
     expect(body.success).toBe(false);
     expect(body.error).toMatch(/Offset 3 is past the end .* which has 2 lines/);
   });
 
-  it("MissingFileOrDirectoryIsSuccessFalseNotAnHttpError", async () => {
+  it("missing file or directory is success false not an http error", async () => {
     const missing = await read({ path: join(tmp(), "nope.txt") });
     expect(missing.success).toBe(false);
     expect(missing.error).toMatch(/Not found/);
@@ -71,14 +71,14 @@ describe("read-file-lines", () => {
     expect(directory.error).toMatch(/is a directory/);
   });
 
-  it("FileAboveMaxFileSizeIsSuccessFalse", async () => {
+  it("file above max file size is success false", async () => {
     const path = await fixture("x".repeat(READ_FILE_LINES_LIMITS.maxFileSize + 1));
     const body = await read({ path });
     expect(body.success).toBe(false);
     expect(body.error).toMatch(/more than the 1048576 bytes/);
   });
 
-  it("LongLineIsCutToMaxLineBytesWithMarker", async () => {
+  it("long line is cut to max line bytes with marker", async () => {
     // "é" is 2 bytes and "€" 3, so the cut point falls inside a character at some alignment.
     for (const filler of ["x", "é", "a€", "ab€"]) {
       const long = filler.repeat(2000);
@@ -95,12 +95,12 @@ describe("read-file-lines", () => {
     }
   });
 
-  it("LineThatFitsIsNotCut", () => {
+  it("line that fits is not cut", () => {
     const exact = "y".repeat(1024);
     expect(cutLine(exact)).toBe(exact);
   });
 
-  it("ContentStopsBeforeExceedingMaxResponseBytes", async () => {
+  it("content stops before exceeding max response bytes", async () => {
     const lines = Array.from({ length: 1000 }, (_, i) => `${i}:${"z".repeat(100)}`);
     const body = await read({ path: await fixture(lines.join("\n")), offset: "5" });
     const content = String(body.content);
@@ -115,14 +115,14 @@ describe("read-file-lines", () => {
     expect(got[0]).toBe(`5\t${lines[4]}`);
   });
 
-  it("LimitIsCappedAtMaxResponseLines", async () => {
+  it("limit is capped at max response lines", async () => {
     const path = await fixture("l\n".repeat(3000));
     expect((await read({ path })).lines_read).toBe(2000);
     expect((await read({ path, limit: "5000" })).lines_read).toBe(2000);
     expect((await read({ path, offset: "2990" })).lines_read).toBe(11);
   });
 
-  it("BadQuerySyntaxIs400", async () => {
+  it("bad query syntax is 400", async () => {
     const path = await fixture("a\n");
     expect((await readFileLines({ path: "file.txt" })).status).toBe(400);
     expect((await readFileLines({})).status).toBe(400);

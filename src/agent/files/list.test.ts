@@ -15,7 +15,7 @@ describe("list-directory", () => {
     await symlink(join(dir, "gone"), join(dir, "broken"));
   }
 
-  it("RootRelativityJoinsComponentsToSlashAndSortsByName", async () => {
+  it("root relativity joins components to slash and sorts by name", async () => {
     const dir = tmp();
     await populate(dir);
     const components = dir.split("/").filter((c) => c !== "");
@@ -34,7 +34,7 @@ describe("list-directory", () => {
     });
   });
 
-  it("HomeRelativityJoinsComponentsToTheHomeDirectory", async () => {
+  it("home relativity joins components to the home directory", async () => {
     const home = tmp();
     await populate(home);
     await putFile(join(home, "sub", "inner.txt"), "x");
@@ -47,25 +47,25 @@ describe("list-directory", () => {
     expect(top.absolute_path_string).toBe(home);
   });
 
-  it("RootWithNoComponentsIsSlash", async () => {
+  it("root with no components is slash", async () => {
     const body = bodyOf(await listDirectory({ path: [], relativity: "root" }));
     expect(body.absolute_path).toEqual([]);
     expect(body.absolute_path_string).toBe("/");
   });
 
-  it("MissingDirectoryIs404", async () => {
+  it("missing directory is 404", async () => {
     const answer = await listDirectory({ path: ["nope"], relativity: "home" }, tmp());
     expect(answer.status).toBe(404);
   });
 
-  it("AFileIs400NotADirectory", async () => {
+  it("a file is 400 not a directory", async () => {
     await putFile(join(tmp(), "f.txt"), "x");
     const answer = await listDirectory({ path: ["f.txt"], relativity: "home" }, tmp());
     expect(answer.status).toBe(400);
     expect(messageOf(answer)).toMatch(/is not a directory/);
   });
 
-  it("BodyThatFailsTheSchemaIs400NamingTheField", async () => {
+  it("body that fails the schema is 400 naming the field", async () => {
     const relative = await listDirectory({ path: ["x"], relativity: "cwd" });
     expect(relative.status).toBe(400);
     expect(messageOf(relative)).toMatch(/relativity/);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { applyEdit } from "./match.ts";
 
 describe("edit matching", () => {
-  it("ExactPassWinsOverTheLinePasses", () => {
+  it("exact pass wins over the line passes", () => {
     expect(applyEdit("ab  \nab\n", { old_text: "ab\n", new_text: "X\n" })).toEqual({
       status: "applied",
       text: "ab  \nX\n",
@@ -10,7 +10,7 @@ describe("edit matching", () => {
     });
   });
 
-  it("OverlappingExactMatchesAreAmbiguous", () => {
+  it("overlapping exact matches are ambiguous", () => {
     expect(applyEdit("aaa", { old_text: "aa", new_text: "b" })).toEqual({
       status: "ambiguous",
       pass: "exact",
@@ -18,19 +18,19 @@ describe("edit matching", () => {
     });
   });
 
-  it("ReplacementTextIsLiteralEvenWithDollarSigns", () => {
+  it("replacement text is literal even with dollar signs", () => {
     const outcome = applyEdit("price", { old_text: "price", new_text: "$& $1 $$" });
     expect(outcome).toMatchObject({ status: "applied", text: "$& $1 $$" });
   });
 
-  it("LinePassesMatchWholeLinesOnly", () => {
+  it("line passes match whole lines only", () => {
     // Not exact (the space), and "foo" and "bar" are parts of lines, not whole lines.
     expect(applyEdit("xfoo\nbarx\n", { old_text: "foo \nbar", new_text: "z" })).toEqual({
       status: "not_found",
     });
   });
 
-  it("AmbiguityInALinePassNamesThatPass", () => {
+  it("ambiguity in a line pass names that pass", () => {
     expect(applyEdit("  a\n b\n\ta \nb \n", { old_text: "a\nb", new_text: "c" })).toEqual({
       status: "ambiguous",
       pass: "surrounding_whitespace",
@@ -38,7 +38,7 @@ describe("edit matching", () => {
     });
   });
 
-  it("ReplaceAllWorksInLinePasses", () => {
+  it("replace all works in line passes", () => {
     const outcome = applyEdit("a \nb\na  \nb\n", {
       old_text: "a\nb",
       new_text: "c",
@@ -47,17 +47,17 @@ describe("edit matching", () => {
     expect(outcome).toMatchObject({ status: "applied", text: "c\nc\n" });
   });
 
-  it("LineReplacementKeepsAMissingFinalNewline", () => {
+  it("line replacement keeps a missing final newline", () => {
     const outcome = applyEdit("x\ny  ", { old_text: "y\n", new_text: "z\n" });
     expect(outcome).toMatchObject({ status: "applied", text: "x\nz", pass: "trailing_whitespace" });
   });
 
-  it("EmptyNewTextDeletesTheMatchedLines", () => {
+  it("empty new text deletes the matched lines", () => {
     const outcome = applyEdit("a\n  b\nc\n", { old_text: "b \n", new_text: "" });
     expect(outcome).toMatchObject({ status: "applied", text: "a\nc\n" });
   });
 
-  it("BlankOnlyOldTextNeverMatchesLoosely", () => {
+  it("blank only old text never matches loosely", () => {
     expect(applyEdit("a\n\nb\n", { old_text: " \n", new_text: "x" })).toEqual({
       status: "not_found",
     });

@@ -13,7 +13,7 @@ describe("read-file", () => {
     return path;
   }
 
-  it("AnswersRawBytesAsOctetStream", async () => {
+  it("answers raw bytes as octet stream", async () => {
     const bytes = Buffer.from([0, 255, 10, 13, 0x80]);
     const answer = await readFile({ path: await fixture(bytes) });
     expect(answer.status).toBe(200);
@@ -21,7 +21,7 @@ describe("read-file", () => {
     expect(answer.body.equals(bytes)).toBe(true);
   });
 
-  it("OffsetAndLimitSelectAByteRange", async () => {
+  it("offset and limit select a byte range", async () => {
     const path = await fixture();
     expect((await readFile({ path, offset: "3", limit: "4" })).body.toString()).toBe("3456");
     expect((await readFile({ path, offset: "7" })).body.toString()).toBe("789");
@@ -29,19 +29,19 @@ describe("read-file", () => {
     expect((await readFile({ path, offset: "8", limit: "100" })).body.toString()).toBe("89");
   });
 
-  it("LimitZeroOrAbsentReadsToEndOfFile", async () => {
+  it("limit zero or absent reads to end of file", async () => {
     const path = await fixture();
     expect((await readFile({ path, limit: "0" })).body.toString()).toBe("0123456789");
     expect((await readFile({ path, offset: "", limit: "" })).body.toString()).toBe("0123456789");
   });
 
-  it("OffsetPastTheEndReadsNothing", async () => {
+  it("offset past the end reads nothing", async () => {
     const answer = await readFile({ path: await fixture(), offset: "50" });
     expect(answer.status).toBe(200);
     expect(answer.body.length).toBe(0);
   });
 
-  it("BadOffsetOrLimitIs400NamingTheParameter", async () => {
+  it("bad offset or limit is 400 naming the parameter", async () => {
     const path = await fixture();
     for (const [query, name] of [
       [{ path, offset: "-1" }, "offset"],
@@ -56,7 +56,7 @@ describe("read-file", () => {
     }
   });
 
-  it("RelativeOrMissingPathIs400", async () => {
+  it("relative or missing path is 400", async () => {
     const relative = await readFile({ path: "data.bin" });
     expect(relative.status).toBe(400);
     expect(messageOf(relative)).toMatch(/must be an absolute path/);
@@ -65,13 +65,13 @@ describe("read-file", () => {
     expect(messageOf(missing)).toMatch(/is required/);
   });
 
-  it("MissingFileIs404", async () => {
+  it("missing file is 404", async () => {
     const answer = await readFile({ path: join(tmp(), "nope.txt") });
     expect(answer.status).toBe(404);
     expect(messageOf(answer)).toContain("nope.txt");
   });
 
-  it("DirectoryIs400SayingItIsADirectory", async () => {
+  it("directory is 400 saying it is a directory", async () => {
     const dir = join(tmp(), "sub");
     await mkdir(dir);
     const answer = await readFile({ path: dir });

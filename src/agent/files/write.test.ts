@@ -17,7 +17,7 @@ import { bodyOf, messageOf, permissionsApply, useTempDir } from "./testing.ts";
 describe("write-file", () => {
   const tmp = useTempDir();
 
-  it("CreatesParentDirectoriesAndWritesTheBytes", async () => {
+  it("creates parent directories and writes the bytes", async () => {
     const path = join(tmp(), "a", "b", "c.txt");
     const answer = await writeFile(path, Buffer.from("hello\n"));
     expect(answer.status).toBe(200);
@@ -25,7 +25,7 @@ describe("write-file", () => {
     expect(await readFile(path, "utf8")).toBe("hello\n");
   });
 
-  it("ReplacingKeepsTheExistingModeAndLeavesNoTempFiles", async () => {
+  it("replacing keeps the existing mode and leaves no temp files", async () => {
     const path = join(tmp(), "run.sh");
     await putFile(path, "old");
     await chmod(path, 0o755);
@@ -35,13 +35,13 @@ describe("write-file", () => {
     expect(await readdir(tmp())).toEqual(["run.sh"]);
   });
 
-  it("NewFileGetsMode644", async () => {
+  it("new file gets mode 644", async () => {
     const path = join(tmp(), "new.txt");
     await writeFile(path, Buffer.from("x"));
     expect((await stat(path)).mode & 0o777).toBe(0o644);
   });
 
-  it("WritingThroughASymlinkReplacesItsTargetAndKeepsTheLink", async () => {
+  it("writing through a symlink replaces its target and keeps the link", async () => {
     const target = join(tmp(), "real.txt");
     const link = join(tmp(), "link.txt");
     await putFile(target, "old");
@@ -51,7 +51,7 @@ describe("write-file", () => {
     expect(await readFile(target, "utf8")).toBe("new");
   });
 
-  it("RelativeOrMissingPathIs400AndWritesNothing", async () => {
+  it("relative or missing path is 400 and writes nothing", async () => {
     const relative = await writeFile("rel.txt", Buffer.from("x"));
     expect(relative.status).toBe(400);
     expect(messageOf(relative)).toMatch(/must be an absolute path/);
@@ -60,14 +60,14 @@ describe("write-file", () => {
     expect(await readdir(tmp())).toEqual([]);
   });
 
-  it("ParseWritePathRefusesARelativePathBeforeAnyWrite", () => {
+  it("parse write path refuses a relative path before any write", () => {
     expect(parseWritePath("/abs/x")).toEqual({ ok: true, value: "/abs/x" });
     const refused = parseWritePath("x");
     expect(refused.ok).toBe(false);
     if (!refused.ok) expect(refused.answer.status).toBe(400);
   });
 
-  it("ADirectoryTargetIs400", async () => {
+  it("a directory target is 400", async () => {
     const dir = join(tmp(), "d");
     await mkdir(dir);
     const answer = await writeFile(dir, Buffer.from("x"));
@@ -75,7 +75,7 @@ describe("write-file", () => {
     expect(messageOf(answer)).toMatch(/is a directory/);
   });
 
-  it("AFileInPlaceOfAParentDirectoryIs400", async () => {
+  it("a file in place of a parent directory is 400", async () => {
     await putFile(join(tmp(), "f"), "x");
     const answer = await writeFile(join(tmp(), "f", "g", "h.txt"), Buffer.from("x"));
     expect(answer.status).toBe(400);
@@ -94,7 +94,7 @@ describe("write-file", () => {
     }
   });
 
-  it("AFailedRenameRemovesTheTempFileAndKeepsTheTarget", async () => {
+  it("a failed rename removes the temp file and keeps the target", async () => {
     // rename(file, non-empty directory) fails after the temp file was written.
     const target = join(tmp(), "busy");
     await mkdir(target);

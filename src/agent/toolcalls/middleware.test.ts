@@ -5,6 +5,7 @@ import { headerValues, rawRequest } from "../../../test/support/http.ts";
 import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../../../test/support/toolcall.ts";
 import { jsonAnswer, type Answer } from "../answer.ts";
 import { agentFastify } from "../server.ts";
+import { cancelRoute } from "./cancel.ts";
 import { inputHash, waitForRecord, withToolCalls, type RequestInput } from "./middleware.ts";
 import { ToolCallRecord, ToolCallStore, type ToolCallContext } from "./store.ts";
 
@@ -26,17 +27,28 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
     sends++;
     done(null, payload);
   });
+  // One handler on two paths and two methods: they all share the tool call's record.
+  const handler = withToolCalls(store, (input) => ({
+    kind: "run",
+    run: async (toolCall) => {
+      const seen = { input, toolCall };
+      runs.push(seen);
+      if (o.gated) await new Promise<void>((r) => gates.push(r));
+      return o.run ? o.run(seen) : jsonAnswer(200, { n: runs.length });
+    },
+  }));
+  app.route({ method: ["POST", "PUT"], url: "/act", handler });
+  app.post("/act2", handler);
+  // The cancel route, with a stopper that reports no process (the call started none).
+  const stops: string[] = [];
   app.post(
-    "/act",
-    withToolCalls(store, (input) => ({
-      kind: "run",
-      run: async (toolCall) => {
-        const seen = { input, toolCall };
-        runs.push(seen);
-        if (o.gated) await new Promise<void>((r) => gates.push(r));
-        return o.run ? o.run(seen) : jsonAnswer(200, { n: runs.length });
+    "/api/v0/tool-calls/:id/cancel",
+    cancelRoute(store, {
+      stopToolCallProcess: (id) => {
+        stops.push(id);
+        return Promise.resolve(undefined);
       },
-    })),
+    }),
   );
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   apps.push(app);
@@ -44,7 +56,7 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
     await until(() => gates.length > 0);
     gates.shift()!();
   };
-  return { clock, store, app, url, runs, release, sends: () => sends };
+  return { clock, store, app, url, runs, release, stops, sends: () => sends };
 }
 
 const apps: FastifyInstance[] = [];
@@ -176,6 +188,13 @@ describe("tool call middleware", () => {
       () => call(h.url, tc, { x: 2 }),
       () => rawRequest(h.url, { path: "/act?q=2", headers: tcHeaders(tc), body: { x: 1 } }),
       () => rawRequest(h.url, { path: "/act", headers: tcHeaders(tc), body: { x: 1 } }),
+      () =>
+        rawRequest(h.url, {
+          path: "/act?q=1",
+          method: "PUT",
+          headers: tcHeaders(tc),
+          body: { x: 1 },
+        }),
     ];
     for (const send of other) {
       const res = await send();
@@ -187,6 +206,20 @@ describe("tool call middleware", () => {
     }
     await h.release();
     expect((await first).status).toBe(200);
+  });
+
+  it("input mismatch on another path: the same tool call sent to another route runs nothing", async () => {
+    const h = await harness();
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    await call(h.url, tc);
+    const res = await rawRequest(h.url, {
+      path: "/act2?q=1",
+      headers: tcHeaders(tc),
+      body: { x: 1 },
+    });
+    expect(res.status).toBe(409);
+    expect(res.json()).toMatchObject({ code: "input_mismatch" });
+    expect(h.runs).toHaveLength(1);
   });
 
   it("the input hash covers method, raw path, raw query and body, each length-prefixed", () => {
@@ -275,6 +308,37 @@ describe("tool call middleware", () => {
     const stale = await call(h.url, old);
     expect(stale.status).toBe(409);
     expect(stale.json()).toMatchObject({ code: "stale_tool_call" });
+  });
+
+  it("cancel waits for a pending run, then answers its recorded response", async () => {
+    const h = await harness({ gated: true });
+    const tc = { chatId: newChat(), message: 3, id: "c" };
+    const start = call(h.url, tc);
+    await until(() => h.runs.length === 1);
+    let answered = false;
+    const cancel = rawRequest(h.url, {
+      path: `/api/v0/tool-calls/${tcUuid(tc)}/cancel`,
+      headers: tcHeaders(tc),
+      body: { stop_if_run_age_below_ms: 1_000 },
+    }).then((r) => {
+      answered = true;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(answered).toBe(false);
+    h.clock.advance(400);
+    await h.release();
+    const res = await cancel;
+    expect(res.status).toBe(200);
+    expect(res.json()).toEqual({
+      started: true,
+      status_code: 200,
+      content_type: "application/json",
+      body: Buffer.from(JSON.stringify({ n: 1 })).toString("base64"),
+    });
+    expect(headerValues(res, RUN_AGE_HEADER)).toEqual(["400"]);
+    expect(h.stops).toEqual([tcUuid(tc)]);
+    expect((await start).status).toBe(200);
   });
 
   it("a refusal for an agent started after the call is a coded 409", async () => {
