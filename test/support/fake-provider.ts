@@ -1,0 +1,285 @@
+// A fake OpenAI-compatible model server for tests: `POST /v1/chat/completions` on 127.0.0.1,
+// streamed as OpenAI streams it (chat.completion.chunk lines, tool arguments in pieces, usage,
+// [DONE]). It answers from a script of steps and, when the script is empty, with a short text.
+
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { z } from "zod";
+
+/** One tool call the fake model makes. */
+export interface FakeToolCall {
+  /** The call's ID on the wire (default `call_<random>`). */
+  id?: string;
+  name: string;
+  /** The arguments; sent as JSON, or as-is when a string (to send malformed arguments). */
+  args: unknown;
+}
+
+/** One model response. */
+export interface FakeStep {
+  /** Text streamed before any tool call, a word a chunk. */
+  text?: string;
+  /** Tool calls, streamed one after the other, each call's arguments in several chunks. */
+  toolCalls?: FakeToolCall[];
+  /** Wait this long before every chunk (and before a non-streaming answer). */
+  delayMs?: number;
+  /** Send this many `data:` chunks, then nothing more until the client leaves or close(). */
+  hangAfterChunks?: number;
+  /** Token counts to report (default: estimated from the request and the answer). */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+const requestSchema = z.looseObject({
+  model: z.string(),
+  messages: z.array(
+    z.looseObject({
+      role: z.string(),
+      content: z.unknown().optional(),
+      tool_call_id: z.string().optional(),
+      tool_calls: z
+        .array(
+          z.looseObject({
+            id: z.string(),
+            type: z.literal("function"),
+            function: z.object({ name: z.string(), arguments: z.string() }),
+          }),
+        )
+        .optional(),
+    }),
+  ),
+  tools: z
+    .array(
+      z.looseObject({
+        type: z.literal("function"),
+        function: z.looseObject({
+          name: z.string(),
+          description: z.string().optional(),
+          parameters: z.unknown(),
+        }),
+      }),
+    )
+    .optional(),
+  stream: z.boolean().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).optional(),
+});
+
+/** A request body as received and parsed. */
+export type FakeChatRequest = z.infer<typeof requestSchema>;
+
+/** A scripted response, or a function deciding it from the request. */
+export type FakeScriptEntry = FakeStep | ((request: FakeChatRequest) => FakeStep);
+
+export interface FakeProvider {
+  /** The base URL for the openai-compatible provider, ending in `/v1`. */
+  url: string;
+  /** Every chat request received, in order. */
+  requests: FakeChatRequest[];
+  /** Queues responses, used one per request in order. */
+  script(...steps: FakeScriptEntry[]): void;
+  /** Stops the server and drops every open connection, hanging ones included. */
+  close(): Promise<void>;
+}
+
+/** The answer when the script is empty, so a test never hangs on a missing step. */
+export const FAKE_DEFAULT_TEXT = "OK from the fake provider.";
+
+type Chunk = Record<string, unknown>;
+
+function randomId(prefix: string): string {
+  return `${prefix}${randomBytes(12).toString("hex")}`;
+}
+
+function argumentsOf(call: FakeToolCall): string {
+  return typeof call.args === "string" ? call.args : JSON.stringify(call.args);
+}
+
+/** Splits a string into `count` pieces (fewer when it is shorter) that concatenate back to it. */
+function pieces(text: string, count: number): string[] {
+  const size = Math.max(1, Math.ceil(text.length / count));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+function usageOf(step: FakeStep, request: FakeChatRequest) {
+  const out = (step.text ?? "") + (step.toolCalls ?? []).map(argumentsOf).join("");
+  const u = step.usage ?? {
+    prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+    completion_tokens: Math.max(1, Math.ceil(out.length / 4)),
+  };
+  return { ...u, total_tokens: u.prompt_tokens + u.completion_tokens };
+}
+
+/** The stream's chunks without the envelope: a delta and finish reason each, or usage. */
+function deltas(step: FakeStep, ids: string[]): { delta: Chunk; finish: string | null }[] {
+  const out: { delta: Chunk; finish: string | null }[] = [
+    { delta: { role: "assistant", content: "" }, finish: null },
+  ];
+  for (const word of step.text?.match(/\s*\S+\s*/g) ?? []) {
+    out.push({ delta: { content: word }, finish: null });
+  }
+  (step.toolCalls ?? []).forEach((call, index) => {
+    const id = ids[index];
+    out.push({
+      delta: {
+        tool_calls: [{ index, id, type: "function", function: { name: call.name, arguments: "" } }],
+      },
+      finish: null,
+    });
+    for (const piece of pieces(argumentsOf(call), 3)) {
+      out.push({
+        delta: { tool_calls: [{ index, function: { arguments: piece } }] },
+        finish: null,
+      });
+    }
+  });
+  out.push({ delta: {}, finish: step.toolCalls?.length ? "tool_calls" : "stop" });
+  return out;
+}
+
+async function streamAnswer(
+  res: http.ServerResponse,
+  step: FakeStep,
+  request: FakeChatRequest,
+  ids: string[],
+): Promise<void> {
+  const envelope = {
+    id: randomId("chatcmpl-"),
+    object: "chat.completion.chunk",
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    system_fingerprint: "fp_fake",
+  };
+  const includeUsage = request.stream_options?.include_usage === true;
+  const chunks: Chunk[] = deltas(step, ids).map(({ delta, finish }) => ({
+    ...envelope,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    ...(includeUsage && { usage: null }),
+  }));
+  if (includeUsage) chunks.push({ ...envelope, choices: [], usage: usageOf(step, request) });
+
+  let gone = false;
+  res.on("close", () => (gone = true));
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  let sent = 0;
+  for (const chunk of chunks) {
+    if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
+    if (step.delayMs) await sleep(step.delayMs);
+    if (gone) return;
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    sent += 1;
+  }
+  if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
+  res.end("data: [DONE]\n\n");
+}
+
+async function jsonAnswer(
+  res: http.ServerResponse,
+  step: FakeStep,
+  request: FakeChatRequest,
+  ids: string[],
+): Promise<void> {
+  if (step.delayMs) await sleep(step.delayMs);
+  if (step.hangAfterChunks !== undefined || res.destroyed) return;
+  const toolCalls = (step.toolCalls ?? []).map((call, i) => ({
+    id: ids[i],
+    type: "function",
+    function: { name: call.name, arguments: argumentsOf(call) },
+  }));
+  const message = {
+    role: "assistant",
+    content: step.text ?? null,
+    refusal: null,
+    ...(toolCalls.length > 0 && { tool_calls: toolCalls }),
+  };
+  sendJson(res, 200, {
+    id: randomId("chatcmpl-"),
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    choices: [
+      {
+        index: 0,
+        message,
+        logprobs: null,
+        finish_reason: toolCalls.length > 0 ? "tool_calls" : "stop",
+      },
+    ],
+    usage: usageOf(step, request),
+    system_fingerprint: "fp_fake",
+  });
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+function sendError(res: http.ServerResponse, status: number, message: string): void {
+  sendJson(res, status, {
+    error: { message, type: "invalid_request_error", param: null, code: null },
+  });
+}
+
+async function readBody(req: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Starts a fake provider on 127.0.0.1 with a free port. The test must close() it. */
+export async function startFakeProvider(): Promise<FakeProvider> {
+  const queue: FakeScriptEntry[] = [];
+  const requests: FakeChatRequest[] = [];
+
+  async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
+    if (req.method !== "POST" || path !== "/v1/chat/completions") {
+      return sendError(res, 404, `Unknown route ${req.method ?? "?"} ${path}.`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(await readBody(req));
+    } catch {
+      return sendError(res, 400, "The request body is not JSON.");
+    }
+    const parsed = requestSchema.safeParse(body);
+    if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
+    const request = parsed.data;
+    requests.push(request);
+    const entry = queue.shift() ?? { text: FAKE_DEFAULT_TEXT };
+    const step = typeof entry === "function" ? entry(request) : entry;
+    const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
+    if (request.stream === true) await streamAnswer(res, step, request, ids);
+    else await jsonAnswer(res, step, request, ids);
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) sendError(res, 500, String(err));
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    script: (...steps) => void queue.push(...steps),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
