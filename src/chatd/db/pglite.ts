@@ -1,0 +1,160 @@
+// The embedded driver: one PGlite instance, one connection. A transaction holds PGlite's
+// transaction mutex from BEGIN to COMMIT/ROLLBACK, and every db.query, db.exec and LISTEN waits
+// on that mutex, so nothing from another caller ever runs inside someone's transaction.
+
+import {
+  PGlite,
+  TransactionAbortedError as PgliteTransactionAbortedError,
+} from "@electric-sql/pglite";
+import { assertNotInTransaction, inTransactionScope } from "./scope.ts";
+import type { Database, Queryable, QueryResult, Row } from "./types.ts";
+import {
+  TEXT_PARSERS,
+  TransactionAbortedError,
+  assertIdentifier,
+  closedTransactionError,
+  sessionSql,
+  toParams,
+} from "./values.ts";
+
+const BYTEA_OID = 17;
+
+export interface PgliteOptions {
+  /** Directory for the data, created on first use; in memory when undefined. */
+  dataDir?: string;
+  /** Start from a data directory dumped with `dump()` (tests: skips initdb, which takes seconds). */
+  loadDataDir?: Blob;
+  /** Schema to create and use as search_path; `public` when undefined. */
+  schema?: string;
+  /** Receives errors no caller can: a notification callback that threw. Default: console.error. */
+  onError?: (err: unknown) => void;
+}
+
+export interface PgliteDatabase extends Database {
+  readonly kind: "pglite";
+  /** The data directory as a tarball, to start another instance from (`loadDataDir`). */
+  dump(): Promise<Blob>;
+}
+
+export async function openPglite(o: PgliteOptions = {}): Promise<PgliteDatabase> {
+  if (o.schema !== undefined) assertIdentifier("schema", o.schema);
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create({ dataDir: o.dataDir, loadDataDir: o.loadDataDir });
+  } catch (err) {
+    const where = o.dataDir === undefined ? "in memory" : `in ${o.dataDir}`;
+    throw new Error(`Could not open the embedded PGlite database ${where}: ${String(err)}`, {
+      cause: err,
+    });
+  }
+  try {
+    // values.ts decides every type; a type without an entry there stays text, as on Postgres.
+    pg.parsers = { ...TEXT_PARSERS };
+    const byteaToHex = pg.serializers[BYTEA_OID];
+    pg.serializers[BYTEA_OID] = (v: unknown) =>
+      typeof v === "string" || byteaToHex === undefined ? String(v) : byteaToHex(v);
+    if (o.schema !== undefined) await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${o.schema};`);
+    await pg.exec(sessionSql(o.schema));
+  } catch (err) {
+    await pg.close();
+    throw err;
+  }
+  return new PgliteDriver(pg, o.onError ?? ((err) => console.error("tether db:", err)));
+}
+
+class PgliteDriver implements PgliteDatabase {
+  readonly kind = "pglite";
+  readonly #pg: PGlite;
+  readonly #onError: (err: unknown) => void;
+  #closed = false;
+
+  constructor(pg: PGlite, onError: (err: unknown) => void) {
+    this.#pg = pg;
+    this.#onError = onError;
+  }
+
+  async query<R extends Row = Row>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<R>> {
+    this.#check("query");
+    const res = await this.#pg.query<R>(sql, toParams(params));
+    return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
+  }
+
+  async exec(sql: string): Promise<void> {
+    this.#check("exec");
+    await this.#pg.exec(sql);
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    this.#check("transaction");
+    try {
+      return await this.#pg.transaction(async (ptx) => {
+        let open = true;
+        const tx: Queryable = {
+          query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]) => {
+            if (!open) throw closedTransactionError();
+            const res = await ptx.query<R>(sql, toParams(params));
+            return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
+          },
+          exec: async (sql: string) => {
+            if (!open) throw closedTransactionError();
+            await ptx.exec(sql);
+          },
+        };
+        try {
+          return await inTransactionScope(this, () => fn(tx));
+        } finally {
+          open = false;
+        }
+      });
+    } catch (err) {
+      if (err instanceof PgliteTransactionAbortedError) throw new TransactionAbortedError();
+      throw err;
+    }
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    this.#check("listen");
+    assertIdentifier("notification channel", channel);
+    // A fresh function per call: PGlite keeps a Set per channel, and two listen() calls with
+    // the same callback must stay two subscriptions, as on Postgres.
+    const deliver = (payload: string): void => {
+      try {
+        onNotify(payload);
+      } catch (err) {
+        this.#onError(err);
+      }
+    };
+    const stop = await this.#pg.listen(channel, deliver);
+    let active = true;
+    return async () => {
+      if (!active || this.#closed) return;
+      active = false;
+      await stop();
+    };
+  }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    this.#check("notify");
+    assertIdentifier("notification channel", channel);
+    await this.query("SELECT pg_notify($1, $2)", [channel, payload]);
+  }
+
+  async dump(): Promise<Blob> {
+    this.#check("dump");
+    return this.#pg.dumpDataDir("none");
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pg.close();
+  }
+
+  #check(method: string): void {
+    if (this.#closed) throw new Error(`db.${method}() was called after db.close().`);
+    assertNotInTransaction(this, method);
+  }
+}

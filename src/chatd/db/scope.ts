@@ -1,0 +1,35 @@
+// Marks the async work running inside `transaction(fn)`, so that a call on the Database itself
+// from there fails at once with a clear message. On PGlite's single connection such a call would
+// wait for the transaction that waits for it, forever; on Postgres it would run outside the
+// transaction. Both drivers refuse it, alike.
+
+import { AsyncLocalStorage } from "node:async_hooks";
+
+interface Scope {
+  readonly owner: object;
+  open: boolean;
+  readonly parent: Scope | undefined;
+}
+
+const current = new AsyncLocalStorage<Scope>();
+
+/** Runs `fn` as the body of a transaction of `owner`; the mark ends when `fn` settles. */
+export async function inTransactionScope<T>(owner: object, fn: () => Promise<T>): Promise<T> {
+  const scope: Scope = { owner, open: true, parent: current.getStore() };
+  try {
+    return await current.run(scope, fn);
+  } finally {
+    scope.open = false;
+  }
+}
+
+/** Throws when called from inside an open transaction of `owner`. */
+export function assertNotInTransaction(owner: object, method: string): void {
+  for (let s = current.getStore(); s; s = s.parent) {
+    if (s.open && s.owner === owner) {
+      throw new Error(
+        `db.${method}() was called inside db.transaction(): use the tx argument for queries, and call db.${method}() after the transaction.`,
+      );
+    }
+  }
+}
