@@ -1,0 +1,26 @@
+// Runtime billing (CHATD.md 9): a tool batch bills the union of its billable calls'
+// execution intervals, so overlapping calls count once and gaps are free.
+
+export interface Interval {
+  start: number;
+  end: number;
+}
+
+/** Total length of the union of `intervals` (ms); empty or inverted intervals count 0. */
+export function unionMs(intervals: readonly Interval[]): number {
+  const sorted = intervals.filter((i) => i.end > i.start).sort((a, b) => a.start - b.start);
+  let total = 0;
+  let curStart = -Infinity;
+  let curEnd = -Infinity;
+  for (const i of sorted) {
+    if (i.start > curEnd) {
+      if (curEnd > curStart) total += curEnd - curStart;
+      curStart = i.start;
+      curEnd = i.end;
+    } else if (i.end > curEnd) {
+      curEnd = i.end;
+    }
+  }
+  if (curEnd > curStart) total += curEnd - curStart;
+  return total;
+}

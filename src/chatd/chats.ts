@@ -1,0 +1,86 @@
+// The chat row (CHATD.md 2) as chatd reads it, and the fence a task holds: a task may read
+// or write a chat only while it still owns it with the status and history it started from.
+
+export type ChatStatus = "waiting" | "running" | "interrupting" | "error";
+
+export interface Chat {
+  id: string;
+  ownerId: string;
+  workspaceId: string | null;
+  modelConfigId: string | null;
+  title: string;
+  status: ChatStatus;
+  archived: boolean;
+  workerId: string | null;
+  runnerId: string | null;
+  /** int64 counters as decimal strings (exact). */
+  snapshotVersion: string;
+  historyVersion: string;
+  queueVersion: string;
+  generationAttempt: number;
+  retryState: unknown;
+  lastError: { message: string; detail?: string } | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export function rowToChat(r: Record<string, unknown>): Chat {
+  return {
+    id: r.id as string,
+    ownerId: r.owner_id as string,
+    workspaceId: (r.workspace_id as string | null) ?? null,
+    modelConfigId: (r.model_config_id as string | null) ?? null,
+    title: r.title as string,
+    status: r.status as ChatStatus,
+    archived: r.archived as boolean,
+    workerId: (r.worker_id as string | null) ?? null,
+    runnerId: (r.runner_id as string | null) ?? null,
+    snapshotVersion: r.snapshot_version as string,
+    historyVersion: r.history_version as string,
+    queueVersion: r.queue_version as string,
+    generationAttempt: r.generation_attempt as number,
+    retryState: r.retry_state ?? null,
+    lastError: (r.last_error as Chat["lastError"]) ?? null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}
+
+/** What a task was started from; every task read and write checks it under the row lock. */
+export interface Fence {
+  chatId: string;
+  workerId: string;
+  runnerId: string;
+  status: ChatStatus;
+  historyVersion: string;
+  /** Checked by terminal generation writes only. */
+  generationAttempt?: number;
+}
+
+/** A stale task: its chat changed hands, status or history. An expected exit, never retried. */
+export class FenceError extends Error {
+  override readonly name = "FenceError";
+}
+
+export class ChatNotFoundError extends Error {
+  override readonly name = "ChatNotFoundError";
+  constructor(readonly chatId: string) {
+    super(`Chat ${chatId} not found.`);
+  }
+}
+
+/** Throws FenceError unless `chat` still matches `fence`. */
+export function checkFence(chat: Chat, fence: Fence): void {
+  const why =
+    chat.workerId !== fence.workerId || chat.runnerId !== fence.runnerId
+      ? "the chat is owned by another runner"
+      : chat.status !== fence.status
+        ? `the chat is ${chat.status}, not ${fence.status}`
+        : chat.historyVersion !== fence.historyVersion
+          ? "the chat's history changed"
+          : fence.generationAttempt !== undefined &&
+              chat.generationAttempt !== fence.generationAttempt
+            ? "another generation attempt started"
+            : undefined;
+  if (why) throw new FenceError(`Stale task for chat ${fence.chatId}: ${why}.`);
+}

@@ -1,0 +1,222 @@
+// The generation task (CHATD.md 5): one action per task, chosen from history — run the
+// latest assistant message's unresolved tool calls as one batch, finish the turn, or call
+// the model once. Every commit moves history, so the runner starts the next task, which
+// decides again; a stale task's commit fails its fence and writes nothing.
+
+import { streamText, type LanguageModel } from "ai";
+import type { AgentClient, Clock } from "../contract/index.ts";
+import { parseChatId, toMessageId } from "../contract/index.ts";
+import { unionMs, type Interval } from "./billing.ts";
+import type { Chat, Fence } from "./chats.ts";
+import type { Database } from "./db/index.ts";
+import {
+  unresolvedToolCalls,
+  type ChatMessage,
+  type MessagePart,
+  type NewMessage,
+  type ToolCallPart,
+} from "./messages.ts";
+import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
+import type { StreamBuffer } from "./stream.ts";
+import { runTool, toolDeclarations, truncateToolResult, type ToolOutcome } from "./tools/index.ts";
+import { commitStep, finishTurn, readForTask, recordGenerationAttempt } from "./transitions.ts";
+
+export interface GenerationDeps {
+  db: Database;
+  clock: Clock;
+  buffer: StreamBuffer;
+  /** Bound on each start, edit, write or cancel request to an agent (CHATD.md 6). */
+  agentAnswerTimeoutMs: number;
+  /** Tool results are cut to this many bytes before they are committed. */
+  toolResultBudgetBytes: number;
+  resolveModel(chat: Chat): Promise<LanguageModel>;
+  /** The chat's workspace agent, or undefined when the chat has none. */
+  resolveAgent(chat: Chat): Promise<AgentClient | undefined>;
+}
+
+/** Runs one generation action for the chat; resolves once it is committed. */
+export async function generationTask(
+  deps: GenerationDeps,
+  fence: Fence,
+  signal: AbortSignal,
+): Promise<void> {
+  const { chat, history } = await readForTask(deps.db, fence);
+  const open = unresolvedToolCalls(history);
+  if (open) return runBatch(deps, fence, chat, open.message, open.calls, signal);
+  if (turnComplete(history)) {
+    await finishTurn(deps.db, fence);
+    return;
+  }
+  return callModel(deps, fence, chat, history, signal);
+}
+
+/** The turn is complete when the model's last word is an answer, not a tool call. */
+function turnComplete(history: ChatMessage[]): boolean {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i]!;
+    if (m.role === "tool" && m.content.every((p) => p.type === "tool-batch-usage")) continue;
+    return m.role === "assistant" && !m.content.some((p) => p.type === "tool-call");
+  }
+  return true; // empty history: nothing to answer
+}
+
+async function callModel(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  history: ChatMessage[],
+  signal: AbortSignal,
+): Promise<void> {
+  const attempt = await recordGenerationAttempt(deps.db, fence);
+  const attemptFence: Fence = { ...fence, generationAttempt: attempt };
+  deps.buffer.begin(chat.id, fence.historyVersion, attempt);
+  const model = await deps.resolveModel(chat);
+  const parts: MessagePart[] = [];
+  let text = "";
+  let reasoning = "";
+  const flushText = () => {
+    if (reasoning) parts.push({ type: "reasoning", text: reasoning });
+    if (text) parts.push({ type: "text", text });
+    text = "";
+    reasoning = "";
+  };
+  // The model window: from just before the stream opens until it is fully read.
+  const opened = deps.clock.now();
+  const result = streamText({
+    model,
+    system: SYSTEM_PROMPT,
+    messages: toModelMessages(history),
+    tools: toolDeclarations(),
+    abortSignal: signal,
+    maxRetries: 0,
+  });
+  let usage = { inputTokens: 0, outputTokens: 0 };
+  for await (const p of result.fullStream) {
+    switch (p.type) {
+      case "text-delta":
+        text += p.text;
+        deps.buffer.append(chat.id, { type: "text-delta", text: p.text });
+        break;
+      case "reasoning-delta":
+        reasoning += p.text;
+        deps.buffer.append(chat.id, { type: "reasoning-delta", text: p.text });
+        break;
+      case "tool-call":
+        flushText();
+        parts.push({
+          type: "tool-call",
+          tool_call_id: p.toolCallId,
+          tool_name: p.toolName,
+          args: p.input,
+        });
+        deps.buffer.append(chat.id, {
+          type: "tool-call",
+          tool_call_id: p.toolCallId,
+          tool_name: p.toolName,
+          args: p.input,
+        });
+        break;
+      case "finish":
+        usage = {
+          inputTokens: p.totalUsage.inputTokens ?? 0,
+          outputTokens: p.totalUsage.outputTokens ?? 0,
+        };
+        break;
+      case "error":
+        throw p.error instanceof Error ? p.error : new Error(String(p.error));
+      default:
+        break;
+    }
+  }
+  flushText();
+  const runtimeMs = deps.clock.now() - opened;
+  if (parts.length === 0) parts.push({ type: "text", text: "" });
+  await commitStep(deps.db, attemptFence, [
+    { role: "assistant", visibility: "both", content: parts, runtimeMs, ...usage },
+  ]);
+  deps.buffer.end(chat.id);
+}
+
+async function runBatch(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  message: ChatMessage,
+  calls: ToolCallPart[],
+  signal: AbortSignal,
+): Promise<void> {
+  const client = await deps.resolveAgent(chat);
+  const age = await deps.db.query<{ age_ms: number }>(
+    "SELECT (extract(epoch FROM now() - created_at) * 1000)::float8 AS age_ms FROM chat_messages WHERE id = $1",
+    [message.id],
+  );
+  const toolCallAgeMs = age.rows[0]?.age_ms ?? 0;
+  const chatId = parseChatId(chat.id)!;
+  const messageId = toMessageId(message.id)!;
+  const outcomes = await Promise.all(
+    calls.map(async (call): Promise<ToolOutcome> => {
+      if (!client) {
+        const now = deps.clock.now();
+        return {
+          result: {
+            status: "error",
+            message: "This chat has no workspace, so tools cannot run. Answer without tools.",
+          },
+          startedAt: now,
+          endedAt: now,
+          billable: false,
+        };
+      }
+      deps.buffer.append(chat.id, {
+        type: "tool-started",
+        tool_call_id: call.toolCallId,
+        tool_name: call.toolName,
+      });
+      const outcome = await runTool(
+        {
+          client,
+          chatId,
+          messageId,
+          toolCallAgeMs,
+          clock: deps.clock,
+          agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
+          signal,
+        },
+        { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
+      );
+      deps.buffer.append(chat.id, {
+        type: "tool-finished",
+        tool_call_id: call.toolCallId,
+        tool_name: call.toolName,
+        status: outcome.result.status,
+      });
+      return outcome;
+    }),
+  );
+  const messages: NewMessage[] = calls.map((call, i) => ({
+    role: "tool",
+    visibility: "both",
+    content: [
+      {
+        type: "tool-result",
+        tool_call_id: call.toolCallId,
+        tool_name: call.toolName,
+        result: truncateToolResult(outcomes[i]!.result, deps.toolResultBudgetBytes),
+        is_error: outcomes[i]!.result.status === "error",
+      },
+    ],
+  }));
+  const billed: Interval[] = outcomes
+    .filter((o) => o.billable)
+    .map((o) => ({ start: o.startedAt, end: o.endedAt }));
+  const billedMs = Math.round(unionMs(billed));
+  if (billedMs > 0) {
+    messages.push({
+      role: "tool",
+      visibility: "model",
+      content: [{ type: "tool-batch-usage", billed_ms: billedMs, billed_calls: billed.length }],
+      runtimeMs: billedMs,
+    });
+  }
+  await commitStep(deps.db, fence, messages);
+}

@@ -1,0 +1,103 @@
+// Chat messages as chatd stores them (CHATD.md 2): a list of parts per message. A tool call
+// is committed in an assistant message; its result is a tool message; a completed batch
+// adds one usage record that never reaches the API's list or the model.
+
+export type MessageRole = "system" | "user" | "assistant" | "tool";
+export type Visibility = "user" | "model" | "both";
+
+export type MessagePart =
+  | { type: "text"; text: string }
+  | { type: "reasoning"; text: string }
+  | { type: "tool-call"; tool_call_id: string; tool_name: string; args: unknown }
+  | {
+      type: "tool-result";
+      tool_call_id: string;
+      tool_name: string;
+      result: unknown;
+      is_error: boolean;
+    }
+  | { type: "tool-batch-usage"; billed_ms: number; billed_calls: number };
+
+export interface ChatMessage {
+  /** `chat_messages.id`: int64 as a decimal string, increasing within a chat. */
+  id: string;
+  chatId: string;
+  role: MessageRole;
+  visibility: Visibility;
+  content: MessagePart[];
+  createdBy: string | null;
+  createdAt: Date;
+  inputTokens: number;
+  outputTokens: number;
+  runtimeMs: number;
+  costMicros: number;
+}
+
+/** A message to insert; the transition gives it its ID and time. */
+export interface NewMessage {
+  role: MessageRole;
+  visibility: Visibility;
+  content: MessagePart[];
+  createdBy?: string | null;
+  inputTokens?: number;
+  outputTokens?: number;
+  runtimeMs?: number;
+  costMicros?: number;
+}
+
+export interface ToolCallPart {
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+}
+
+/** The tool calls of an assistant message, in call order. */
+export function toolCallsOf(message: ChatMessage): ToolCallPart[] {
+  if (message.role !== "assistant") return [];
+  const calls: ToolCallPart[] = [];
+  for (const p of message.content) {
+    if (p.type === "tool-call")
+      calls.push({ toolCallId: p.tool_call_id, toolName: p.tool_name, args: p.args });
+  }
+  return calls;
+}
+
+/**
+ * The latest assistant message and those of its tool calls that have no result yet
+ * (chatd only ever runs unresolved calls of the latest assistant message: C3).
+ */
+export function unresolvedToolCalls(
+  history: ChatMessage[],
+): { message: ChatMessage; calls: ToolCallPart[] } | undefined {
+  let last = -1;
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i]!.role === "assistant") {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) return undefined;
+  const message = history[last]!;
+  const resolved = new Set<string>();
+  for (const m of history.slice(last + 1)) {
+    for (const p of m.content) if (p.type === "tool-result") resolved.add(p.tool_call_id);
+  }
+  const calls = toolCallsOf(message).filter((c) => !resolved.has(c.toolCallId));
+  return calls.length > 0 ? { message, calls } : undefined;
+}
+
+export function rowToMessage(r: Record<string, unknown>): ChatMessage {
+  return {
+    id: r.id as string,
+    chatId: r.chat_id as string,
+    role: r.role as MessageRole,
+    visibility: r.visibility as Visibility,
+    content: r.content as MessagePart[],
+    createdBy: (r.created_by as string | null) ?? null,
+    createdAt: r.created_at as Date,
+    inputTokens: r.input_tokens as number,
+    outputTokens: r.output_tokens as number,
+    runtimeMs: r.runtime_ms as number,
+    costMicros: r.cost_micros as number,
+  };
+}

@@ -1,0 +1,280 @@
+// The worker (CHATD.md 4): one per replica. It acquires runnable chats with leases, renews
+// the leases of all its chats in one statement, and runs one runner per owned chat that
+// follows the chat's snapshot. Stopping a wait never stops the work (C4): shutdown, a lost
+// lease or a changed snapshot abort the task's waits and send nothing to the agent.
+
+import { randomUUID } from "node:crypto";
+import { realClock, type Clock, type Timer } from "../../contract/index.ts";
+import type { Fence } from "../chats.ts";
+import { generationTask, type GenerationDeps } from "../generation.ts";
+import {
+  abandon,
+  acquire,
+  CHAT_CHANNEL,
+  finishError,
+  finishInterruption,
+  heartbeat,
+  loadChat,
+  recordRetryState,
+  type ChatChange,
+} from "../transitions.ts";
+import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
+
+export const DEFAULT_LEASE_MS = 300_000;
+export const DEFAULT_HEARTBEAT_MS = 30_000;
+export const ACQUIRE_INTERVAL_MS = 1_000;
+/** How many chats one acquisition round claims at most. */
+export const ACQUIRE_LIMIT = 100;
+/** A runner whose task ended without changing the chat waits this long before it looks again. */
+export const IDLE_RECHECK_MS = 1_000;
+
+export interface WorkerOptions extends Omit<GenerationDeps, "clock"> {
+  clock?: Clock;
+  workerId?: string;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  acquireIntervalMs?: number;
+  attemptTimeoutMs?: number;
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** Errors the worker handles but a person may want to see. */
+  onError?: (err: unknown, context: { chatId?: string; what: string }) => void;
+}
+
+export class Worker {
+  readonly id: string;
+  readonly #o: WorkerOptions;
+  readonly #deps: GenerationDeps;
+  readonly #runners = new Map<string, Runner>();
+  #timers: Timer[] = [];
+  #unlisten: (() => Promise<void>) | undefined;
+  #acquiring: Promise<void> | undefined;
+  #acquireAgain = false;
+  #stopped = false;
+
+  constructor(o: WorkerOptions) {
+    this.id = o.workerId ?? randomUUID();
+    this.#o = o;
+    this.#deps = { ...o, clock: o.clock ?? realClock };
+  }
+
+  get clock(): Clock {
+    return this.#deps.clock;
+  }
+
+  /** Chats this worker runs now. */
+  get ownedChats(): string[] {
+    return [...this.#runners.keys()];
+  }
+
+  /**
+   * Starts acquiring. `takeOverAll` claims every runnable chat at once, leases or not: for
+   * the only replica of an embedded database, whose previous process is gone.
+   */
+  async start(o: { takeOverAll?: boolean } = {}): Promise<void> {
+    this.#unlisten = await this.#deps.db.listen(CHAT_CHANNEL, (payload) => this.#onChange(payload));
+    await this.#acquire(o.takeOverAll ?? false);
+    this.#every(this.#o.acquireIntervalMs ?? ACQUIRE_INTERVAL_MS, () => this.#kickAcquire());
+    this.#every(this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => void this.#heartbeat());
+  }
+
+  /** Graceful stop: stop acquiring, stop waiting (never cancel agent work), release leases. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const t of this.#timers) t.cancel();
+    this.#timers = [];
+    await this.#unlisten?.();
+    await this.#acquiring;
+    const runners = [...this.#runners.values()];
+    for (const r of runners) r.stop();
+    await Promise.all(runners.map((r) => r.done));
+    await Promise.all(
+      runners.map((r) =>
+        abandon(this.#deps.db, r.chatId, this.id, r.runnerId).catch((err: unknown) =>
+          this.#error(err, r.chatId, "release"),
+        ),
+      ),
+    );
+  }
+
+  #every(ms: number, fn: () => void): void {
+    const schedule = () => {
+      const t = this.#deps.clock.setTimer(ms, () => {
+        this.#timers = this.#timers.filter((x) => x !== t);
+        if (this.#stopped) return;
+        fn();
+        schedule();
+      });
+      this.#timers.push(t);
+    };
+    schedule();
+  }
+
+  #error(err: unknown, chatId: string | undefined, what: string): void {
+    this.#o.onError?.(err, { ...(chatId && { chatId }), what });
+  }
+
+  #onChange(payload: string): void {
+    let change: ChatChange;
+    try {
+      change = JSON.parse(payload) as ChatChange;
+    } catch {
+      return;
+    }
+    const runner = this.#runners.get(change.chat_id);
+    if (runner) runner.onChange(change);
+    else if (change.status === "running" || change.status === "interrupting") this.#kickAcquire();
+  }
+
+  /** Runs an acquisition round now, or once more after the one in progress. */
+  #kickAcquire(): void {
+    if (this.#stopped) return;
+    if (this.#acquiring) {
+      this.#acquireAgain = true;
+      return;
+    }
+    void this.#acquire(false);
+  }
+
+  async #acquire(takeOverAll: boolean): Promise<void> {
+    const run = async () => {
+      do {
+        this.#acquireAgain = false;
+        try {
+          const claimed = await acquire(this.#deps.db, this.id, {
+            leaseMs: this.#o.leaseMs ?? DEFAULT_LEASE_MS,
+            limit: ACQUIRE_LIMIT,
+            ignoreLeases: takeOverAll,
+          });
+          for (const c of claimed) this.#startRunner(c.chatId, c.runnerId);
+        } catch (err) {
+          this.#error(err, undefined, "acquire");
+        }
+      } while (this.#acquireAgain && !this.#stopped);
+    };
+    this.#acquiring = run().finally(() => (this.#acquiring = undefined));
+    return this.#acquiring;
+  }
+
+  #startRunner(chatId: string, runnerId: string): void {
+    if (this.#stopped) return;
+    this.#runners.get(chatId)?.stop();
+    const runner = new Runner(this, this.#deps, this.#o, chatId, runnerId);
+    this.#runners.set(chatId, runner);
+    void runner.done.then(() => {
+      if (this.#runners.get(chatId) === runner) this.#runners.delete(chatId);
+    });
+  }
+
+  async #heartbeat(): Promise<void> {
+    try {
+      const owned = await heartbeat(this.#deps.db, this.id);
+      for (const [chatId, r] of this.#runners) if (!owned.has(chatId)) r.stop();
+    } catch (err) {
+      this.#error(err, undefined, "heartbeat");
+    }
+  }
+}
+
+/** Follows one owned chat's snapshot and runs the task its status calls for. */
+class Runner {
+  readonly done: Promise<void>;
+  #task: { fence: Fence; ac: AbortController } | undefined;
+  #stopped = new AbortController();
+  #wake: (() => void) | undefined;
+
+  constructor(
+    private readonly worker: Worker,
+    private readonly deps: GenerationDeps,
+    private readonly o: WorkerOptions,
+    readonly chatId: string,
+    readonly runnerId: string,
+  ) {
+    this.done = this.#loop().catch((err: unknown) =>
+      this.o.onError?.(err, { chatId, what: "runner" }),
+    );
+  }
+
+  stop(): void {
+    this.#stopped.abort();
+    this.#task?.ac.abort();
+    this.#wake?.();
+  }
+
+  /** A change of status, history or owner makes the current task stale: stop its waits. */
+  onChange(change: ChatChange): void {
+    const t = this.#task;
+    if (
+      t &&
+      (change.status !== t.fence.status ||
+        change.history_version !== t.fence.historyVersion ||
+        change.runner_id !== this.runnerId)
+    ) {
+      t.ac.abort();
+    }
+    this.#wake?.();
+  }
+
+  async #loop(): Promise<void> {
+    let lastSnapshot: string | undefined;
+    while (!this.#stopped.signal.aborted) {
+      const chat = await loadChat(this.deps.db, this.chatId);
+      if (!chat || chat.workerId !== this.worker.id || chat.runnerId !== this.runnerId) return;
+      if (chat.archived || (chat.status !== "running" && chat.status !== "interrupting")) {
+        await abandon(this.deps.db, this.chatId, this.worker.id, this.runnerId);
+        return;
+      }
+      if (chat.snapshotVersion === lastSnapshot) {
+        // The last task ended without changing anything: wait for a change, then look again.
+        await new Promise<void>((resolve) => {
+          const t = this.deps.clock.setTimer(IDLE_RECHECK_MS, resolve);
+          this.#wake = () => {
+            t.cancel();
+            resolve();
+          };
+        });
+        this.#wake = undefined;
+      }
+      lastSnapshot = chat.snapshotVersion;
+      const fence: Fence = {
+        chatId: chat.id,
+        workerId: this.worker.id,
+        runnerId: this.runnerId,
+        status: chat.status,
+        historyVersion: chat.historyVersion,
+      };
+      const ac = new AbortController();
+      this.#task = { fence, ac };
+      const task = chat.status === "running" ? generationTask : interruptTask;
+      await runTaskWithRetry((signal) => task(this.deps, fence, signal), ac.signal, {
+        clock: this.deps.clock,
+        attemptTimeoutMs: this.o.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
+        ...(this.o.backoffMinMs !== undefined && { backoffMinMs: this.o.backoffMinMs }),
+        ...(this.o.backoffMaxMs !== undefined && { backoffMaxMs: this.o.backoffMaxMs }),
+        onRetry: async (err, attempt, delayMs) => {
+          this.o.onError?.(err, { chatId: this.chatId, what: `task attempt ${attempt}` });
+          await recordRetryState(this.deps.db, fence, {
+            attempt,
+            delay_ms: delayMs,
+            error: err instanceof Error ? err.message : String(err),
+          }).catch(() => undefined);
+        },
+        onPermanentFailure: async (err) => {
+          await finishError(this.deps.db, fence, {
+            message: err instanceof Error ? err.message : String(err),
+          }).catch(() => undefined);
+        },
+      });
+      this.#task = undefined;
+    }
+  }
+}
+
+/**
+ * Until the interrupt task of CHATD.md 8 lands (the next issue), an interrupting chat ends
+ * its turn honestly: outstanding tool calls are reported unknown, and the chat goes back to
+ * waiting (or runs its queued message).
+ */
+async function interruptTask(deps: GenerationDeps, fence: Fence): Promise<void> {
+  await finishInterruption(deps.db, fence);
+}

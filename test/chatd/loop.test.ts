@@ -1,0 +1,183 @@
+// The durable chat loop end to end: the worker, the real openai-compatible provider against
+// the fake provider server, a real agent and real processes, on PGlite and on Postgres.
+
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, expect, it } from "vitest";
+import type { Worker } from "../../src/chatd/worker/worker.ts";
+import { startTestAgent, type TestAgent } from "../support/agent.ts";
+import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";
+import { describeDatabases } from "../support/db.ts";
+import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function env(db: () => import("../../src/chatd/db/index.ts").Database, workerOptions = {}) {
+  const agent = await startTestAgent();
+  cleanup.push(() => agent.close());
+  const fake = await startFakeProvider();
+  cleanup.push(() => fake.close());
+  const setup = await seed(db(), { agentUrl: agent.url, providerUrl: fake.url });
+  const worker = testWorker(db(), workerOptions);
+  await worker.start();
+  cleanup.push(() => worker.stop());
+  return { agent, fake, setup, worker };
+}
+
+/** The text of the last tool result the model was sent, parsed. */
+function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {
+  const req = fake.requests.at(-1)!;
+  const toolMsgs = (req.messages as { role: string; content: unknown }[]).filter(
+    (m) => m.role === "tool",
+  );
+  return JSON.parse(String(toolMsgs.at(-1)!.content)) as Record<string, unknown>;
+}
+
+describeDatabases("chat loop", (db) => {
+  it("the model runs a foreground execute and gets the exit code and output", async () => {
+    const { fake, setup } = await env(db);
+    fake.script(
+      { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi; exit 3" } }] },
+      { text: "Done." },
+    );
+    const chatId = await startChat(db(), setup, "run it");
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "completed", exit_code: 3, output: "hi\n" }),
+    ]);
+    expect(lastToolResultSent(fake)).toMatchObject({ status: "completed", exit_code: 3 });
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    const usage = history[3]!.content[0]!;
+    expect(usage).toMatchObject({ type: "tool-batch-usage", billed_calls: 1 });
+    expect(history[1]!.runtimeMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("execute past its timeout is left running with its process ID, and process_output reads it later", async () => {
+    const { fake, setup } = await env(db);
+    fake.script(
+      {
+        toolCalls: [
+          {
+            id: "call_1",
+            name: "execute",
+            args: { command: "sleep 1.5; echo late", timeout: "1s" },
+          },
+        ],
+      },
+      (req) => {
+        const sent = (req.messages as { role: string; content: unknown }[])
+          .filter((m) => m.role === "tool")
+          .at(-1)!;
+        const r = JSON.parse(String(sent.content)) as { process_id: string };
+        return {
+          toolCalls: [
+            {
+              id: "call_2",
+              name: "process_output",
+              args: { process_id: r.process_id, wait_timeout: "5s" },
+            },
+          ],
+        };
+      },
+      { text: "It finished." },
+    );
+    const chatId = await startChat(db(), setup, "run it");
+    const { history } = await settle(db(), chatId);
+    const [first, second] = results(history);
+    expect(first).toMatchObject({ status: "timed_out", process_id: expect.any(String) });
+    expect(second).toMatchObject({ status: "completed", exit_code: 0, output: "late\n" });
+  });
+
+  it("a background execute answers at once and the process keeps running", async () => {
+    const { fake, setup, agent } = await env(db);
+    fake.script(
+      {
+        toolCalls: [
+          { id: "b", name: "execute", args: { command: "sleep 30", run_in_background: true } },
+        ],
+      },
+      { text: "ok" },
+    );
+    const chatId = await startChat(db(), setup, "run it");
+    const { history } = await settle(db(), chatId);
+    const [r] = results(history);
+    expect(r).toMatchObject({ status: "background", process_id: expect.any(String) });
+    expect((await agent.client.processOutput(String(r!.process_id))).running).toBe(true);
+  });
+
+  it("write_file, then read_file, then edit_files", async () => {
+    const { fake, setup, agent } = await env(db);
+    const file = path.join(agent.dir, "notes.txt");
+    fake.script(
+      {
+        toolCalls: [
+          { id: "w", name: "write_file", args: { path: file, content: "alpha\nbeta\n" } },
+        ],
+      },
+      { toolCalls: [{ id: "r", name: "read_file", args: { path: file } }] },
+      {
+        toolCalls: [
+          {
+            id: "e",
+            name: "edit_files",
+            args: { files: [{ path: file, edits: [{ old_text: "beta", new_text: "gamma" }] }] },
+          },
+        ],
+      },
+      { text: "edited" },
+    );
+    const chatId = await startChat(db(), setup, "go");
+    const { history } = await settle(db(), chatId);
+    const [w, r, e] = results(history);
+    expect(w).toMatchObject({ status: "applied" });
+    expect(JSON.stringify(r)).toContain("beta");
+    expect(e).toMatchObject({ status: "applied" });
+    expect(await readFile(file, "utf8")).toBe("alpha\ngamma\n");
+  });
+
+  it("US1/US4: an attempt that times out mid-execute is retried without a second process", async () => {
+    const { fake, setup, agent } = await env(db, { attemptTimeoutMs: 300 });
+    const file = path.join(agent.dir, "log.txt");
+    fake.script(
+      {
+        toolCalls: [
+          {
+            id: "x",
+            name: "execute",
+            args: { command: `echo line >> ${file}; sleep 1.2`, timeout: "10s" },
+          },
+        ],
+      },
+      { text: "ok" },
+    );
+    const chatId = await startChat(db(), setup, "go");
+    const { history } = await settle(db(), chatId);
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "completed", exit_code: 0 }),
+    ]);
+    expect(await readFile(file, "utf8")).toBe("line\n");
+  });
+
+  it("US5: an agent that cannot be reached gives unknown within the answer timeout", async () => {
+    const { fake, setup } = await env(db, { agentAnswerTimeoutMs: 500 });
+    await db().query("UPDATE workspaces SET agent_url = 'http://127.0.0.1:1' WHERE id = $1", [
+      setup.workspaceId,
+    ]);
+    fake.script(
+      { toolCalls: [{ id: "x", name: "execute", args: { command: "true" } }] },
+      { text: "ok" },
+    );
+    const chatId = await startChat(db(), setup, "go");
+    const { history } = await settle(db(), chatId);
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "unknown", reason: "agent_unreachable" }),
+    ]);
+  });
+});
+
+export type { Worker, TestAgent };

@@ -1,0 +1,167 @@
+// Transitions (CHATD.md 3) and acquisition (4) against the real database, both drivers.
+
+import { randomUUID } from "node:crypto";
+import { expect, it } from "vitest";
+import { FenceError, type Fence } from "../../src/chatd/chats.ts";
+import {
+  acquire,
+  CHAT_CHANNEL,
+  commitStep,
+  createChat,
+  finishTurn,
+  heartbeat,
+  loadChat,
+  loadHistory,
+  recordGenerationAttempt,
+  sendMessage,
+  type ChatChange,
+} from "../../src/chatd/transitions.ts";
+import type { Database } from "../../src/chatd/db/index.ts";
+import { describeDatabases } from "../support/db.ts";
+
+async function user(db: Database): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, 'member', 'x')",
+    [id, `${id}@t`],
+  );
+  return id;
+}
+
+async function ownedChat(db: Database, workerId = randomUUID()) {
+  const owner = await user(db);
+  const chat = await createChat(db, {
+    ownerId: owner,
+    workspaceId: null,
+    modelConfigId: null,
+    message: "hi",
+  });
+  const [claim] = await acquire(db, workerId, { leaseMs: 60_000, limit: 10 });
+  const now = (await loadChat(db, chat.id))!;
+  const fence: Fence = {
+    chatId: chat.id,
+    workerId,
+    runnerId: claim!.runnerId,
+    status: "running",
+    historyVersion: now.historyVersion,
+  };
+  return { owner, chatId: chat.id, fence, workerId };
+}
+
+const answer = (text: string) => ({
+  role: "assistant" as const,
+  visibility: "both" as const,
+  content: [{ type: "text" as const, text }],
+});
+
+describeDatabases("transitions", (db) => {
+  it("a message insert moves history_version to the new snapshot and resets generation_attempt", async () => {
+    const { chatId, fence } = await ownedChat(db());
+    const attempt = await recordGenerationAttempt(db(), fence);
+    expect(attempt).toBe(1);
+    const before = (await loadChat(db(), chatId))!;
+    await commitStep(db(), { ...fence, generationAttempt: 1 }, [answer("hello")]);
+    const after = (await loadChat(db(), chatId))!;
+    expect(BigInt(after.snapshotVersion)).toBe(BigInt(before.snapshotVersion) + 1n);
+    expect(after.historyVersion).toBe(after.snapshotVersion);
+    expect(after.generationAttempt).toBe(0);
+  });
+
+  it("a stale task's commit fails its fence and writes nothing", async () => {
+    const { chatId, fence } = await ownedChat(db());
+    const cases: Fence[] = [
+      { ...fence, runnerId: randomUUID() },
+      { ...fence, workerId: randomUUID() },
+      { ...fence, status: "interrupting" },
+      { ...fence, historyVersion: "999" },
+    ];
+    for (const stale of cases)
+      await expect(commitStep(db(), stale, [answer("x")])).rejects.toBeInstanceOf(FenceError);
+    await recordGenerationAttempt(db(), fence);
+    await expect(
+      commitStep(db(), { ...fence, generationAttempt: 0 }, [answer("x")]),
+    ).rejects.toBeInstanceOf(FenceError);
+    expect((await loadHistory(db(), chatId)).map((m) => m.role)).toEqual(["user"]);
+  });
+
+  it("a change is notified after commit, and never for a transition that failed", async () => {
+    const { chatId, fence } = await ownedChat(db());
+    const seen: ChatChange[] = [];
+    const stop = await db().listen(CHAT_CHANNEL, (p) => seen.push(JSON.parse(p) as ChatChange));
+    try {
+      await expect(
+        commitStep(db(), { ...fence, runnerId: randomUUID() }, [answer("x")]),
+      ).rejects.toThrow();
+      await commitStep(db(), fence, [answer("ok")]);
+      const end = Date.now() + 3_000;
+      while (seen.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+      const chat = (await loadChat(db(), chatId))!;
+      expect(seen).toEqual([
+        {
+          chat_id: chatId,
+          snapshot_version: chat.snapshotVersion,
+          history_version: chat.historyVersion,
+          status: "running",
+          runner_id: fence.runnerId,
+        },
+      ]);
+    } finally {
+      await stop();
+    }
+  });
+
+  it("a message to a busy chat is queued and starts the next turn when this one ends", async () => {
+    const { owner, chatId, fence } = await ownedChat(db());
+    expect(await sendMessage(db(), chatId, owner, "next", "queue")).toEqual({ queued: true });
+    await commitStep(db(), fence, [answer("first answer")]);
+    const chat = (await loadChat(db(), chatId))!;
+    expect(await finishTurn(db(), { ...fence, historyVersion: chat.historyVersion })).toBe(
+      "running",
+    );
+    const history = await loadHistory(db(), chatId);
+    expect(history.map((m) => [m.role, m.content[0]])).toEqual([
+      ["user", { type: "text", text: "hi" }],
+      ["assistant", { type: "text", text: "first answer" }],
+      ["user", { type: "text", text: "next" }],
+    ]);
+  });
+
+  it("a finished turn lets the chat go: waiting, unowned, no lease", async () => {
+    const { chatId, fence, workerId } = await ownedChat(db());
+    await commitStep(db(), fence, [answer("done")]);
+    const chat = (await loadChat(db(), chatId))!;
+    expect(await finishTurn(db(), { ...fence, historyVersion: chat.historyVersion })).toBe(
+      "waiting",
+    );
+    expect(await loadChat(db(), chatId)).toMatchObject({
+      status: "waiting",
+      workerId: null,
+      runnerId: null,
+    });
+    expect((await heartbeat(db(), workerId)).size).toBe(0);
+  });
+
+  it("acquire claims unowned chats and chats whose lease is stale, never a fresh lease", async () => {
+    const { chatId, workerId } = await ownedChat(db());
+    const other = randomUUID();
+    expect(await acquire(db(), other, { leaseMs: 60_000, limit: 10 })).toEqual([]);
+    await db().query(
+      "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
+      [chatId],
+    );
+    expect(await heartbeat(db(), workerId)).toEqual(new Set([chatId])); // the owner renews it
+    expect(await acquire(db(), other, { leaseMs: 60_000, limit: 10 })).toEqual([]);
+    await db().query(
+      "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
+      [chatId],
+    );
+    const taken = await acquire(db(), other, { leaseMs: 60_000, limit: 10 });
+    expect(taken.map((t) => t.chatId)).toEqual([chatId]);
+    expect((await heartbeat(db(), workerId)).size).toBe(0); // the old owner learns it lost the chat
+    expect(await loadChat(db(), chatId)).toMatchObject({
+      workerId: other,
+      runnerId: taken[0]!.runnerId,
+    });
+  });
+});

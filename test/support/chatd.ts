@@ -1,0 +1,117 @@
+// A chat loop for tests: a user, a workspace pointing at a real agent, a model config
+// pointing at the fake provider server (through the real openai-compatible provider), and a
+// worker with short timings. Everything it starts, `close()` stops.
+
+import { randomUUID } from "node:crypto";
+import type { Database } from "../../src/chatd/db/index.ts";
+import { StreamBuffer } from "../../src/chatd/stream.ts";
+import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions.ts";
+import { Worker, type WorkerOptions } from "../../src/chatd/worker/worker.ts";
+import { AgentClient } from "../../src/contract/index.ts";
+import { createLanguageModel } from "../../src/model/index.ts";
+import type { ChatMessage } from "../../src/chatd/messages.ts";
+import type { Chat } from "../../src/chatd/chats.ts";
+
+export interface LoopSetup {
+  userId: string;
+  workspaceId: string;
+  modelConfigId: string;
+}
+
+/** Rows a chat needs: a user, a workspace at `agentUrl`, a model at the fake provider. */
+export async function seed(
+  db: Database,
+  o: { agentUrl: string; providerUrl: string },
+): Promise<LoopSetup> {
+  const userId = randomUUID();
+  const workspaceId = randomUUID();
+  const modelConfigId = randomUUID();
+  await db.query(
+    "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, 'admin', 'x')",
+    [userId, `${userId}@test`],
+  );
+  await db.query(
+    "INSERT INTO workspaces (id, owner_id, name, agent_url) VALUES ($1, $2, 'test', $3)",
+    [workspaceId, userId, o.agentUrl],
+  );
+  await db.query(
+    "INSERT INTO model_configs (id, provider, model, base_url, is_default) VALUES ($1, 'openai-compatible', 'fake-model', $2, true)",
+    [modelConfigId, o.providerUrl],
+  );
+  return { userId, workspaceId, modelConfigId };
+}
+
+/** A worker whose models and agents come from the rows, with test-sized timings. */
+export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker {
+  const clients = new Map<string, AgentClient>();
+  const errors: unknown[] = [];
+  return new Worker({
+    db,
+    buffer: new StreamBuffer(),
+    agentAnswerTimeoutMs: 2_000,
+    toolResultBudgetBytes: 32 * 1024,
+    leaseMs: 5_000,
+    heartbeatMs: 1_000,
+    acquireIntervalMs: 100,
+    backoffMinMs: 20,
+    backoffMaxMs: 200,
+    resolveModel: async (chat: Chat) => {
+      const r = await db.query<{ base_url: string }>(
+        "SELECT base_url FROM model_configs WHERE id = $1",
+        [chat.modelConfigId],
+      );
+      return createLanguageModel({
+        provider: "openai-compatible",
+        model: "fake-model",
+        baseUrl: r.rows[0]!.base_url,
+      });
+    },
+    resolveAgent: async (chat: Chat) => {
+      const r = await db.query<{ agent_url: string }>(
+        "SELECT agent_url FROM workspaces WHERE id = $1",
+        [chat.workspaceId],
+      );
+      const url = r.rows[0]!.agent_url;
+      let c = clients.get(url);
+      if (!c) clients.set(url, (c = new AgentClient({ baseUrl: url })));
+      return c;
+    },
+    onError: (err) => errors.push(err),
+    ...o,
+  });
+}
+
+export async function startChat(db: Database, s: LoopSetup, message: string): Promise<string> {
+  const chat = await createChat(db, {
+    ownerId: s.userId,
+    workspaceId: s.workspaceId,
+    modelConfigId: s.modelConfigId,
+    message,
+  });
+  return chat.id;
+}
+
+/** Polls (real time) until the chat is waiting or in error; answers its final state and history. */
+export async function settle(
+  db: Database,
+  chatId: string,
+  ms = 15_000,
+): Promise<{ chat: Chat; history: ChatMessage[] }> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const chat = (await loadChat(db, chatId))!;
+    if (chat.status === "waiting" || chat.status === "error")
+      return { chat, history: await loadHistory(db, chatId) };
+    if (Date.now() > end) throw new Error(`chat still ${chat.status} after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The tool results in history, in order. */
+export function results(history: ChatMessage[]): Record<string, unknown>[] {
+  return history.flatMap((m) =>
+    m.content.flatMap((p) =>
+      p.type === "tool-result" ? [p.result as Record<string, unknown>] : [],
+    ),
+  );
+}
