@@ -1,0 +1,98 @@
+// The public HTTP API (API.md): one Fastify instance with the bearer check in front of every
+// route but the public ones, the `{message, detail?}` error shape for everything that fails,
+// and the route groups. Closing it ends open event streams and stops listening for changes.
+
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Database } from "../chatd/db/index.ts";
+import type { StreamBuffer } from "../chatd/stream.ts";
+import { authenticate, authRoutes } from "./auth.ts";
+import { chatRoutes } from "./chats.ts";
+import { ApiError, handleError } from "./errors.ts";
+import { modelRoutes } from "./models.ts";
+import { ChatChanges, streamRoutes } from "./stream.ts";
+import { tokenRoutes } from "./tokens.ts";
+import { usageRoutes } from "./usage.ts";
+import { userRoutes } from "./users.ts";
+import { webRoutes } from "./web.ts";
+import { workspaceRoutes } from "./workspaces.ts";
+
+/** Largest request body the API takes. */
+export const API_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface ApiOptions {
+  /** Where users, tokens, chats and messages live. */
+  db: Database;
+  /** This replica's live parts, for the event streams. */
+  buffer: StreamBuffer;
+  /** Serves GET / (index.html) and the UI's files; without it, a page pointing to the API. */
+  webRoot?: string;
+  /** The default model config ID when a chat names none; null falls back to the `is_default` one. */
+  defaultModelConfigId?: () => Promise<string | null>;
+  /** The default workspace ID when a chat names none; null falls back to the `is_default` one. */
+  defaultWorkspaceId?: () => Promise<string | null>;
+  /** Fastify's request log (pino, to stdout); off by default. */
+  logger?: boolean;
+}
+
+/** What every route group gets: the options and the API's own shared state. */
+export interface ApiContext extends ApiOptions {
+  /** The one change subscription, shared by every event stream. */
+  changes: ChatChanges;
+  /** Closes each open event stream (called when the API closes). */
+  streams: Set<() => void>;
+}
+
+/** JSON.parse that refuses prototype poisoning (`__proto__`, `constructor.prototype`). */
+function parseJson(text: string): unknown {
+  return JSON.parse(text, (key, value: unknown) => {
+    const poisoned =
+      key === "__proto__" ||
+      (key === "constructor" &&
+        typeof value === "object" &&
+        value !== null &&
+        "prototype" in value);
+    if (poisoned) throw new ApiError(400, "The request body must not set an object's prototype.");
+    return value;
+  });
+}
+
+export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
+  const app = Fastify({ logger: o.logger ?? false, bodyLimit: API_BODY_LIMIT_BYTES });
+  const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
+
+  // An empty JSON body is no body (a bodiless POST from a client that always sets the type).
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    try {
+      done(null, text.trim() === "" ? undefined : parseJson(text));
+    } catch (err) {
+      done(
+        err instanceof ApiError ? err : new ApiError(400, "The request body is not valid JSON."),
+      );
+    }
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(async (request) => {
+    throw new ApiError(404, `No route ${request.method} ${request.url.split("?")[0]}.`);
+  });
+  app.addHook("onRequest", async (request) => authenticate(ctx, request));
+  app.addHook("preClose", async () => {
+    for (const close of [...ctx.streams]) close();
+  });
+  app.addHook("onClose", async () => ctx.changes.close());
+
+  app.get("/api/v1/health", async () => ({ status: "ok" }));
+  authRoutes(app, ctx);
+  userRoutes(app, ctx);
+  tokenRoutes(app, ctx);
+  workspaceRoutes(app, ctx);
+  modelRoutes(app, ctx);
+  chatRoutes(app, ctx);
+  streamRoutes(app, ctx);
+  usageRoutes(app, ctx);
+  webRoutes(app, ctx);
+
+  await app.ready();
+  return app;
+}

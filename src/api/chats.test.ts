@@ -1,0 +1,235 @@
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { describeDatabases } from "../../test/support/db.ts";
+import type { MessagePart } from "../chatd/messages.ts";
+import { insertMessage, startTestApi, type TestApi } from "./test-support.ts";
+
+describeDatabases("chats", (db) => {
+  let api: TestApi;
+  let workspaceId: string;
+  beforeEach(async () => {
+    workspaceId = "6f1c1f6e-8c52-4a3a-9a57-0d7f0d7d2f10";
+    await db().query(
+      "INSERT INTO workspaces (id, name, agent_url) VALUES ($1, 'local', 'http://127.0.0.1:9')",
+      [workspaceId],
+    );
+    api = await startTestApi(db(), { defaultWorkspaceId: async () => workspaceId });
+  });
+  afterEach(async () => {
+    await api.app.close();
+  });
+
+  const createChat = async (token: string, body: object = {}): Promise<Record<string, unknown>> => {
+    const r = await api.request("POST", "/api/v1/chats", { token, body });
+    expect(r.status).toBe(201);
+    return r.body;
+  };
+
+  it("a chat created with a message is running, on the defaults, with the user message listed", async () => {
+    const model = await api.request("POST", "/api/v1/models", {
+      token: api.adminToken,
+      body: { provider: "demo", model: "demo", is_default: true },
+    });
+    const chat = await createChat(api.memberToken, { title: "Hello", message: "list the files" });
+    expect(chat).toMatchObject({
+      status: "running",
+      title: "Hello",
+      workspace_id: workspaceId,
+      model_id: model.body.id,
+    });
+    expect(chat).not.toHaveProperty("last_error");
+    const got = await api.request("GET", `/api/v1/chats/${chat.id as string}`, {
+      token: api.memberToken,
+    });
+    expect(got.status).toBe(200);
+    expect(Object.keys(got.body).sort()).toEqual([
+      "created_at",
+      "id",
+      "model_id",
+      "status",
+      "title",
+      "updated_at",
+      "workspace_id",
+    ]);
+    const msgs = await api.request("GET", `/api/v1/chats/${chat.id as string}/messages`, {
+      token: api.memberToken,
+    });
+    expect(msgs.body.messages).toEqual([
+      {
+        id: expect.stringMatching(/^[0-9]+$/),
+        role: "user",
+        parts: [{ type: "text", text: "list the files" }],
+        created_at: expect.any(String),
+      },
+    ]);
+  });
+
+  it("a chat created without a message waits; the list holds only the caller's own chats", async () => {
+    const mine = await createChat(api.memberToken);
+    expect(mine).toMatchObject({ status: "waiting", title: "", model_id: null });
+    await createChat(api.adminToken, { title: "admin's" });
+    const list = await api.request("GET", "/api/v1/chats", { token: api.memberToken });
+    expect((list.body.chats as { id: string }[]).map((c) => c.id)).toEqual([mine.id]);
+  });
+
+  it("another user's chat is not found (404), never forbidden, on every route", async () => {
+    const chat = await createChat(api.adminToken, { message: "hi" });
+    const base = `/api/v1/chats/${chat.id as string}`;
+    for (const [method, url, body] of [
+      ["GET", base, undefined],
+      ["GET", `${base}/messages`, undefined],
+      ["POST", `${base}/messages`, { text: "mine now" }],
+      ["POST", `${base}/interrupt`, undefined],
+      ["GET", `${base}/usage`, undefined],
+      ["GET", `${base}/stream`, undefined],
+      ["PATCH", `${base}/messages/1`, { text: "x" }],
+    ] as const) {
+      const r = await api.request(method, url, { token: api.memberToken, ...(body && { body }) });
+      expect(r.status, `${method} ${url}`).toBe(404);
+    }
+    const unknown = await api.request("GET", "/api/v1/chats/00000000-0000-4000-8000-000000000000", {
+      token: api.memberToken,
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it("a message to a waiting chat starts it; to a running chat it is queued (202 queued:true)", async () => {
+    const chat = await createChat(api.memberToken);
+    const url = `/api/v1/chats/${chat.id as string}/messages`;
+    const first = await api.request("POST", url, { token: api.memberToken, body: { text: "one" } });
+    expect(first.status).toBe(202);
+    expect(first.body).toEqual({ message_id: expect.stringMatching(/^[0-9]+$/), queued: false });
+    const second = await api.request("POST", url, {
+      token: api.memberToken,
+      body: { text: "two" },
+    });
+    expect(second.status).toBe(202);
+    expect(second.body).toEqual({ queued: true });
+    const queued = await db().query("SELECT content FROM chat_queued_messages WHERE chat_id = $1", [
+      chat.id,
+    ]);
+    expect(queued.rows.map((r) => r.content)).toEqual([[{ type: "text", text: "two" }]]);
+    const got = await api.request("GET", `/api/v1/chats/${chat.id as string}`, {
+      token: api.memberToken,
+    });
+    expect(got.body.status).toBe("running");
+  });
+
+  it("interrupt answers 202 and the chat is interrupting; busy_behavior interrupt queues and interrupts", async () => {
+    const a = await createChat(api.memberToken, { message: "go" });
+    const r = await api.request("POST", `/api/v1/chats/${a.id as string}/interrupt`, {
+      token: api.memberToken,
+    });
+    expect(r.status).toBe(202);
+    expect(
+      (await api.request("GET", `/api/v1/chats/${a.id as string}`, { token: api.memberToken })).body
+        .status,
+    ).toBe("interrupting");
+
+    const b = await createChat(api.memberToken, { message: "go" });
+    const sent = await api.request("POST", `/api/v1/chats/${b.id as string}/messages`, {
+      token: api.memberToken,
+      body: { text: "stop and do this", busy_behavior: "interrupt" },
+    });
+    expect(sent).toMatchObject({ status: 202, body: { queued: true } });
+    expect(
+      (await api.request("GET", `/api/v1/chats/${b.id as string}`, { token: api.memberToken })).body
+        .status,
+    ).toBe("interrupting");
+  });
+
+  it("the message list shows user-visible, undeleted messages without billing parts, with runtime_ms", async () => {
+    const chat = await createChat(api.memberToken, { message: "run ls" });
+    const id = chat.id as string;
+    const call: MessagePart = {
+      type: "tool-call",
+      tool_call_id: "c1",
+      tool_name: "execute",
+      args: { command: "ls" },
+    };
+    const assistant = await insertMessage(db(), id, {
+      role: "assistant",
+      visibility: "both",
+      content: [call],
+      runtime_ms: 1234,
+    });
+    await insertMessage(db(), id, {
+      role: "system",
+      visibility: "model",
+      content: [{ type: "text", text: "hidden" }],
+    });
+    await insertMessage(db(), id, {
+      role: "user",
+      visibility: "both",
+      content: [{ type: "text", text: "gone" }],
+      deleted: true,
+    });
+    await insertMessage(db(), id, {
+      role: "tool",
+      visibility: "both",
+      content: [
+        {
+          type: "tool-result",
+          tool_call_id: "c1",
+          tool_name: "execute",
+          result: { status: "completed" },
+          is_error: false,
+        },
+        { type: "tool-batch-usage", billed_ms: 5, billed_calls: 1 },
+      ],
+    });
+    const r = await api.request("GET", `/api/v1/chats/${id}/messages`, { token: api.memberToken });
+    const messages = r.body.messages as Record<string, unknown>[];
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(messages[1]).toMatchObject({ id: assistant, parts: [call], runtime_ms: 1234 });
+    expect(messages[0]).not.toHaveProperty("runtime_ms");
+    expect((messages[2]!.parts as { type: string }[]).map((p) => p.type)).toEqual(["tool-result"]);
+  });
+
+  it("bad input is a 400 naming the field; unknown IDs are 404; editing answers 501", async () => {
+    const chat = await createChat(api.memberToken);
+    const url = `/api/v1/chats/${chat.id as string}/messages`;
+    const cases: [string, string, unknown, string][] = [
+      ["POST", url, {}, "text"],
+      ["POST", url, { text: "  " }, "text"],
+      ["POST", url, { text: "x", busy_behavior: "shout" }, "busy_behavior"],
+      ["POST", "/api/v1/chats", { workspace_id: "nope" }, "workspace_id"],
+      ["POST", "/api/v1/chats", { title: 5 }, "title"],
+      ["GET", "/api/v1/chats/123", undefined, "id"],
+      ["GET", `${url}?after_id=-1`, undefined, "after_id"],
+    ];
+    for (const [method, u, body, field] of cases) {
+      const r = await api.request(method, u, {
+        token: api.memberToken,
+        ...(body !== undefined && { body }),
+      });
+      expect(r.status, `${method} ${u} ${JSON.stringify(body)}`).toBe(400);
+      expect(r.body.detail).toContain(field);
+      expect(JSON.stringify(r.body)).not.toContain("    at ");
+    }
+    const model = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { model_id: "00000000-0000-4000-8000-000000000000" },
+    });
+    expect(model.status).toBe(404);
+    // A bodiless POST that still says JSON is fine; a poisoned prototype is not.
+    const empty = await api.app.inject({
+      method: "POST",
+      url: "/api/v1/chats",
+      headers: { authorization: `Bearer ${api.memberToken}`, "content-type": "application/json" },
+    });
+    expect(empty.statusCode).toBe(201);
+    const poisoned = await api.app.inject({
+      method: "POST",
+      url,
+      headers: { authorization: `Bearer ${api.memberToken}`, "content-type": "application/json" },
+      payload: '{"text": "x", "__proto__": {"admin": true}}',
+    });
+    expect(poisoned.statusCode).toBe(400);
+    const edit = await api.request("PATCH", `${url}/1`, {
+      token: api.memberToken,
+      body: { text: "x" },
+    });
+    expect(edit.status).toBe(501);
+    expect(edit.body.message).toEqual(expect.any(String));
+  });
+});

@@ -1,0 +1,140 @@
+// Chats and their messages, for their owner only: another user's chat is "not found", never
+// "forbidden", so IDs reveal nothing. Every change goes through chatd's transitions (create,
+// sendMessage, interrupt); the API only reads chats and messages directly.
+
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { rowToChat, type Chat } from "../chatd/chats.ts";
+import { rowToMessage } from "../chatd/messages.ts";
+import { createChat, interrupt, loadChat, sendMessage } from "../chatd/transitions.ts";
+import type { ApiContext } from "./app.ts";
+import { caller } from "./auth.ts";
+import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
+import { chatView, messageView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
+import { findWorkspace } from "./workspaces.ts";
+
+const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
+
+const NewChatBody = z.object({
+  workspace_id: Uuid.optional(),
+  model_id: Uuid.optional(),
+  title: z.string().trim().max(500).optional(),
+  message: MessageText.optional(),
+});
+
+const SendBody = z.object({
+  text: MessageText,
+  busy_behavior: z.enum(["queue", "interrupt"]).optional(),
+});
+
+const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+
+const AfterQuery = z.object({ after_id: Int64String.optional() });
+
+/** The chat if it exists and `user` owns it; 404 otherwise (also for another user's chat). */
+export async function ownedChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
+  const chat = await loadChat(ctx.db, id);
+  if (!chat || chat.ownerId !== user.id) throw notFound("Chat", id);
+  return chat;
+}
+
+async function resolveWorkspace(
+  ctx: ApiContext,
+  user: User,
+  id: string | undefined,
+): Promise<string | null> {
+  if (id !== undefined) {
+    if (!(await findWorkspace(ctx.db, user, id))) throw notFound("Workspace", id, "workspace_id");
+    return id;
+  }
+  const chosen = (await ctx.defaultWorkspaceId?.()) ?? null;
+  if (chosen !== null) return chosen;
+  const r = await ctx.db.query<{ id: string }>(
+    "SELECT id FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
+  );
+  return r.rows[0]?.id ?? null;
+}
+
+async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {
+  if (id !== undefined) {
+    const r = await ctx.db.query("SELECT 1 FROM model_configs WHERE id = $1", [id]);
+    if (r.rows.length === 0) throw notFound("Model config", id, "model_id");
+    return id;
+  }
+  const chosen = (await ctx.defaultModelConfigId?.()) ?? null;
+  if (chosen !== null) return chosen;
+  const r = await ctx.db.query<{ id: string }>(
+    "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
+  );
+  return r.rows[0]?.id ?? null;
+}
+
+export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.post("/api/v1/chats", async (request, reply) => {
+    const { user } = caller(request);
+    const body = parse(NewChatBody, request.body ?? {}, "body");
+    const chat = await createChat(ctx.db, {
+      ownerId: user.id,
+      workspaceId: await resolveWorkspace(ctx, user, body.workspace_id),
+      modelConfigId: await resolveModel(ctx, body.model_id),
+      ...(body.title !== undefined && { title: body.title }),
+      ...(body.message !== undefined && { message: body.message }),
+    });
+    return reply.code(201).send(chatView(chat));
+  });
+
+  app.get("/api/v1/chats", async (request) => {
+    const { user } = caller(request);
+    const r = await ctx.db.query(
+      "SELECT * FROM chats WHERE owner_id = $1 ORDER BY created_at DESC, id",
+      [user.id],
+    );
+    return { chats: r.rows.map((row) => chatView(rowToChat(row))) };
+  });
+
+  app.get("/api/v1/chats/:id", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    return chatView(await ownedChat(ctx, user, id));
+  });
+
+  app.post("/api/v1/chats/:id/messages", async (request, reply) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const body = parse(SendBody, request.body, "body");
+    await ownedChat(ctx, user, id);
+    const sent = await sendMessage(ctx.db, id, user.id, body.text, body.busy_behavior ?? "queue");
+    const answer: { message_id?: string; queued: boolean } = { queued: sent.queued };
+    if (sent.messageId !== undefined) answer.message_id = sent.messageId;
+    return reply.code(202).send(answer);
+  });
+
+  app.get("/api/v1/chats/:id/messages", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const { after_id } = parse(AfterQuery, request.query, "query");
+    await ownedChat(ctx, user, id);
+    const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, after_id ?? "0"]);
+    return { messages: r.rows.map((row) => messageView(rowToMessage(row))) };
+  });
+
+  app.patch("/api/v1/chats/:id/messages/:message_id", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(MessageParams, request.params, "path");
+    parse(z.object({ text: MessageText }), request.body, "body");
+    await ownedChat(ctx, user, id);
+    throw new ApiError(
+      501,
+      "Editing a message is not supported yet.",
+      "Send a new message instead; editing arrives with a later version.",
+    );
+  });
+
+  app.post("/api/v1/chats/:id/interrupt", async (request, reply) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    await ownedChat(ctx, user, id);
+    const status = await interrupt(ctx.db, id);
+    return reply.code(202).send({ status });
+  });
+}

@@ -1,0 +1,77 @@
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { describeDatabases } from "../../test/support/db.ts";
+import { PROVIDER_NAMES } from "../model/registry.ts";
+import { PROVIDERS } from "./models.ts";
+import { startTestApi, type TestApi } from "./test-support.ts";
+
+it("the API accepts exactly the providers of the model registry", () => {
+  expect([...PROVIDERS]).toEqual([...PROVIDER_NAMES]);
+});
+
+describeDatabases("model configs", (db) => {
+  let api: TestApi;
+  beforeEach(async () => {
+    api = await startTestApi(db());
+  });
+  afterEach(async () => {
+    await api.app.close();
+  });
+
+  it("a model config never answers its API key, created or listed", async () => {
+    const secret = "sk-very-secret-key";
+    const created = await api.request("POST", "/api/v1/models", {
+      token: api.adminToken,
+      body: { provider: "openai", model: "gpt-5", api_key: secret, context_limit: 200000 },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      provider: "openai",
+      model: "gpt-5",
+      context_limit: 200000,
+      has_api_key: true,
+    });
+    expect(created.body).not.toHaveProperty("api_key");
+    const list = await api.request("GET", "/api/v1/models", { token: api.memberToken });
+    expect(list.status).toBe(200);
+    expect((list.body.models as unknown[]).length).toBe(1);
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    expect(JSON.stringify(created.body)).not.toContain(secret);
+    const stored = await db().query("SELECT api_key FROM model_configs WHERE id = $1", [
+      created.body.id,
+    ]);
+    expect(stored.rows[0]!.api_key).toBe(secret);
+  });
+
+  it("is_default true clears it on every other config", async () => {
+    const make = async (model: string, isDefault: boolean): Promise<string> => {
+      const r = await api.request("POST", "/api/v1/models", {
+        token: api.adminToken,
+        body: { provider: "demo", model, is_default: isDefault },
+      });
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    const a = await make("a", true);
+    const b = await make("b", false);
+    const c = await make("c", true);
+    const rows = await db().query<{ id: string; is_default: boolean }>(
+      "SELECT id, is_default FROM model_configs",
+    );
+    const defaults = rows.rows.filter((r) => r.is_default).map((r) => r.id);
+    expect(defaults).toEqual([c]);
+    expect([a, b]).not.toContain(defaults[0]);
+  });
+
+  it("bad input is a 400 naming the field", async () => {
+    const bad = async (body: unknown, field: string): Promise<void> => {
+      const r = await api.request("POST", "/api/v1/models", { token: api.adminToken, body });
+      expect(r.status).toBe(400);
+      expect(r.body.detail).toContain(field);
+    };
+    await bad({ provider: "acme", model: "x" }, "provider");
+    await bad({ provider: "openai" }, "model");
+    await bad({ provider: "openai-compatible", model: "llama" }, "base_url");
+    await bad({ provider: "openai", model: "x", context_limit: -1 }, "context_limit");
+    await bad({ provider: "openai", model: "x", is_default: "yes" }, "is_default");
+  });
+});

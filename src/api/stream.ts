@@ -1,0 +1,182 @@
+// A chat's event stream (SSE): the committed messages after `after_id`, then live parts, new
+// messages and status changes. Changes are subscribed before history is read, so no commit
+// falls in between; one refresh runs at a time, so each message goes out once, in ID order.
+
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ChatStatus } from "../chatd/chats.ts";
+import type { Database } from "../chatd/db/index.ts";
+import { rowToMessage } from "../chatd/messages.ts";
+import type { PartEvent } from "../chatd/stream.ts";
+import { CHAT_CHANNEL, loadChat, type ChatChange } from "../chatd/transitions.ts";
+import type { ApiContext } from "./app.ts";
+import { caller } from "./auth.ts";
+import { ownedChat } from "./chats.ts";
+import { IdParams, Int64String, parse } from "./errors.ts";
+import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
+
+/** A comment line goes out this often, so proxies and clients see the stream is alive. */
+export const SSE_HEARTBEAT_MS = 15_000;
+/** A client that lets this much output pile up unread is cut off (it reconnects with after_id). */
+export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+type ChangeListener = (change: ChatChange) => void;
+
+/** One LISTEN on CHAT_CHANNEL for the whole API, fanned out to the streams by chat ID. */
+export class ChatChanges {
+  readonly #db: Database;
+  readonly #listeners = new Map<string, Set<ChangeListener>>();
+  #listening: Promise<() => Promise<void>> | undefined;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** Resolves once notifications for `chatId` reach `listener`; answers the unsubscribe. */
+  async subscribe(chatId: string, listener: ChangeListener): Promise<() => void> {
+    let set = this.#listeners.get(chatId);
+    if (!set) this.#listeners.set(chatId, (set = new Set()));
+    set.add(listener);
+    const unsubscribe = (): void => {
+      set.delete(listener);
+      if (set.size === 0 && this.#listeners.get(chatId) === set) this.#listeners.delete(chatId);
+    };
+    try {
+      await this.#listen();
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
+  }
+
+  #listen(): Promise<() => Promise<void>> {
+    if (!this.#listening) {
+      const listening = this.#db.listen(CHAT_CHANNEL, (payload) => this.#dispatch(payload));
+      this.#listening = listening;
+      // A failed LISTEN is tried again by the next subscriber.
+      listening.catch(() => {
+        if (this.#listening === listening) this.#listening = undefined;
+      });
+    }
+    return this.#listening;
+  }
+
+  #dispatch(payload: string): void {
+    let change: ChatChange;
+    try {
+      change = JSON.parse(payload) as ChatChange;
+    } catch {
+      return;
+    }
+    for (const l of this.#listeners.get(change.chat_id) ?? []) l(change);
+  }
+
+  async close(): Promise<void> {
+    const listening = this.#listening;
+    this.#listening = undefined;
+    if (listening) await (await listening.catch(() => async () => {}))();
+  }
+}
+
+const StreamQuery = z.object({ after_id: Int64String.optional() });
+
+/** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
+function lastEventId(header: string | string[] | undefined): string | undefined {
+  const parsed = Int64String.safeParse(typeof header === "string" ? header.trim() : undefined);
+  return parsed.success ? parsed.data : undefined;
+}
+
+export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get("/api/v1/chats/:id/stream", async (request, reply) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const query = parse(StreamQuery, request.query, "query");
+    await ownedChat(ctx, user, id);
+
+    const res = reply.raw;
+    let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
+    let lastStatus: ChatStatus | undefined;
+    let started = false;
+    let closed = false;
+    let refreshing = false;
+    let again = false;
+    const cleanups: (() => void)[] = [];
+
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      for (const c of cleanups.splice(0)) c();
+      ctx.streams.delete(close);
+      res.end();
+    };
+    const send = (event: string, data: unknown, eventId?: string): void => {
+      if (closed) return;
+      res.write(
+        `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
+      );
+      if (res.writableLength > SSE_MAX_BUFFERED_BYTES) close();
+    };
+    const fail = (message: string): void => {
+      send("error", { message });
+      close();
+    };
+
+    /** Sends every committed message after the last one sent, then the status if it moved. */
+    const refresh = async (): Promise<void> => {
+      if (refreshing) {
+        again = true;
+        return;
+      }
+      refreshing = true;
+      try {
+        do {
+          again = false;
+          const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
+          for (const row of r.rows) {
+            const m = rowToMessage(row);
+            send("message", messageView(m), m.id);
+            lastId = m.id;
+          }
+          const chat = await loadChat(ctx.db, id);
+          if (!chat) return fail("The chat was deleted.");
+          if (chat.status !== lastStatus) send("status", { status: (lastStatus = chat.status) });
+        } while (again && !closed);
+      } catch (err) {
+        request.log.error({ err }, "chat stream refresh failed");
+        fail("The stream lost the database; reconnect with after_id set to the last message ID.");
+      } finally {
+        refreshing = false;
+      }
+    };
+
+    // Subscribed before history is read: a commit after the read is announced after it.
+    // A change before the first refresh is covered by it.
+    const unsubscribeChanges = await ctx.changes.subscribe(id, () => {
+      if (started) void refresh();
+    });
+    reply.hijack();
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    cleanups.push(unsubscribeChanges);
+    ctx.streams.add(close);
+    res.on("close", close);
+    if (request.raw.socket.destroyed) close(); // gone before the listener was attached
+    const heartbeat = setInterval(() => {
+      if (!closed) res.write(": heartbeat\n\n");
+    }, SSE_HEARTBEAT_MS);
+    cleanups.push(() => clearInterval(heartbeat));
+
+    started = true;
+    await refresh();
+    if (closed) return;
+    // Synchronous together: the episode so far, then every later part, none twice.
+    const sendPart = (e: PartEvent): void => send("part", e);
+    for (const e of ctx.buffer.parts(id)) sendPart(e);
+    cleanups.push(ctx.buffer.subscribe(id, sendPart));
+  });
+}

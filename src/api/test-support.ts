@@ -1,0 +1,169 @@
+// Helpers for the API's tests: an API on a test database with its first user (an admin) and a
+// member, JSON requests through Fastify's inject, and an SSE reader over real HTTP that
+// collects events until the test has what it waits for.
+
+import http from "node:http";
+import type { FastifyInstance } from "fastify";
+import type { Database, Queryable } from "../chatd/db/index.ts";
+import type { MessagePart } from "../chatd/messages.ts";
+import { StreamBuffer } from "../chatd/stream.ts";
+import { createApi, type ApiOptions } from "./app.ts";
+
+export interface JsonAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, unknown>;
+}
+
+export interface TestApi {
+  app: FastifyInstance;
+  buffer: StreamBuffer;
+  adminToken: string;
+  adminId: string;
+  memberToken: string;
+  memberId: string;
+  request(method: string, url: string, o?: { token?: string; body?: unknown }): Promise<JsonAnswer>;
+}
+
+export async function startTestApi(db: Database, o: Partial<ApiOptions> = {}): Promise<TestApi> {
+  const buffer = new StreamBuffer();
+  const app = await createApi({ db, buffer, ...o });
+  const request: TestApi["request"] = async (method, url, r = {}) => {
+    const res = await app.inject({
+      method: method as "GET",
+      url,
+      headers: r.token === undefined ? {} : { authorization: `Bearer ${r.token}` },
+      ...(r.body !== undefined && { payload: r.body as object }),
+    });
+    const body = res.body === "" ? {} : res.json<Record<string, unknown>>();
+    return { status: res.statusCode, body, headers: res.headers };
+  };
+  const first = await request("POST", "/api/v1/users/first", {
+    body: { email: "admin@example.com", password: "correct horse", name: "Ada" },
+  });
+  if (first.status !== 201) throw new Error(`first user: ${first.status}`);
+  const adminToken = first.body.token as string;
+  const member = await request("POST", "/api/v1/users", {
+    token: adminToken,
+    body: { email: "member@example.com", password: "member password", role: "member" },
+  });
+  const login = await request("POST", "/api/v1/auth/login", {
+    body: { email: "member@example.com", password: "member password" },
+  });
+  return {
+    app,
+    buffer,
+    adminToken,
+    adminId: (first.body.user as { id: string }).id,
+    memberToken: login.body.token as string,
+    memberId: member.body.id as string,
+    request,
+  };
+}
+
+export interface SseEvent {
+  event: string;
+  id?: string;
+  data: unknown;
+}
+
+export interface SseReader {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  events: SseEvent[];
+  /** Resolves with every event so far once `done(events)` holds; rejects after `timeoutMs`. */
+  until(done: (events: SseEvent[]) => boolean, timeoutMs?: number): Promise<SseEvent[]>;
+  close(): void;
+}
+
+/** Opens `path` on a listening API and parses the event stream as it arrives. */
+export function openSse(baseUrl: string, path: string, token: string): Promise<SseReader> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(new URL(path, baseUrl), {
+      headers: { authorization: `Bearer ${token}` },
+      agent: false,
+    });
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const events: SseEvent[] = [];
+      const waiters = new Set<() => void>();
+      let buf = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        buf += chunk;
+        let end: number;
+        while ((end = buf.indexOf("\n\n")) >= 0) {
+          const frame = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          const e: SseEvent = { event: "message", data: undefined };
+          let isEvent = false;
+          for (const line of frame.split("\n")) {
+            if (line.startsWith(":")) continue;
+            const [field, ...rest] = line.split(": ");
+            const value = rest.join(": ");
+            isEvent = true;
+            if (field === "event") e.event = value;
+            else if (field === "id") e.id = value;
+            else if (field === "data") e.data = JSON.parse(value);
+          }
+          if (isEvent) events.push(e);
+        }
+        for (const w of [...waiters]) w();
+      });
+      res.on("error", () => {});
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        events,
+        until: (done, timeoutMs = 5_000) =>
+          new Promise((ok, fail) => {
+            const check = (): void => {
+              if (!done(events)) return;
+              waiters.delete(check);
+              clearTimeout(timer);
+              ok([...events]);
+            };
+            const timer = setTimeout(() => {
+              waiters.delete(check);
+              fail(new Error(`SSE: timed out; events so far: ${JSON.stringify(events)}`));
+            }, timeoutMs);
+            waiters.add(check);
+            check();
+          }),
+        close: () => req.destroy(),
+      });
+    });
+  });
+}
+
+/** Inserts a message as chatd's worker would have committed it. */
+export async function insertMessage(
+  q: Queryable,
+  chatId: string,
+  m: {
+    role: string;
+    visibility: string;
+    content: MessagePart[];
+    runtime_ms?: number;
+    deleted?: boolean;
+    tokens?: [number, number];
+    cost?: number;
+  },
+): Promise<string> {
+  const r = await q.query<{ id: string }>(
+    `INSERT INTO chat_messages (chat_id, role, visibility, content, runtime_ms, deleted, input_tokens, output_tokens, cost_micros)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+    [
+      chatId,
+      m.role,
+      m.visibility,
+      JSON.stringify(m.content),
+      m.runtime_ms ?? 0,
+      m.deleted ?? false,
+      m.tokens?.[0] ?? 0,
+      m.tokens?.[1] ?? 0,
+      m.cost ?? 0,
+    ],
+  );
+  return r.rows[0]!.id;
+}

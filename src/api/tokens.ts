@@ -1,0 +1,51 @@
+// The caller's API tokens: create (the secret is answered once and stored only as a hash),
+// list (never a secret) and delete (the token fails its very next request). A token of
+// another user is not found, whoever asks.
+
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ApiContext } from "./app.ts";
+import { caller, issueToken } from "./auth.ts";
+import { IdParams, notFound, parse } from "./errors.ts";
+
+const NewTokenBody = z.object({ name: z.string().trim().min(1, "must not be empty").max(200) });
+
+export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.post("/api/v1/tokens", async (request, reply) => {
+    const { user } = caller(request);
+    const body = parse(NewTokenBody, request.body, "body");
+    return reply.code(201).send(await issueToken(ctx.db, user.id, body.name));
+  });
+
+  app.get("/api/v1/tokens", async (request) => {
+    const { user } = caller(request);
+    const r = await ctx.db.query<{
+      id: string;
+      name: string;
+      created_at: Date;
+      last_used_at: Date | null;
+    }>(
+      "SELECT id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id",
+      [user.id],
+    );
+    return {
+      tokens: r.rows.map((t) => ({
+        id: t.id,
+        name: t.name,
+        created_at: t.created_at.toISOString(),
+        last_used_at: t.last_used_at?.toISOString() ?? null,
+      })),
+    };
+  });
+
+  app.delete("/api/v1/tokens/:id", async (request, reply) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const r = await ctx.db.query("DELETE FROM api_tokens WHERE id = $1 AND user_id = $2", [
+      id,
+      user.id,
+    ]);
+    if (r.affectedRows === 0) throw notFound("Token", id);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,120 @@
+// The JSON shapes the API answers, one function per resource. Secrets (password hashes, token
+// hashes, agent tokens, model API keys) have no field here, so no route can leak them; message
+// IDs stay decimal strings and the billing record never reaches a message's parts.
+
+import type { Chat } from "../chatd/chats.ts";
+import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  role: "admin" | "member";
+  created_at: string;
+}
+
+export function rowToUser(r: Record<string, unknown>): User {
+  return {
+    id: r.id as string,
+    email: r.email as string,
+    name: r.name as string,
+    role: r.role as User["role"],
+    created_at: (r.created_at as Date).toISOString(),
+  };
+}
+
+export interface ChatView {
+  id: string;
+  status: Chat["status"];
+  title: string;
+  workspace_id: string | null;
+  model_id: string | null;
+  created_at: string;
+  updated_at: string;
+  last_error?: { message: string; detail?: string };
+}
+
+export function chatView(c: Chat): ChatView {
+  const v: ChatView = {
+    id: c.id,
+    status: c.status,
+    title: c.title,
+    workspace_id: c.workspaceId,
+    model_id: c.modelConfigId,
+    created_at: c.createdAt.toISOString(),
+    updated_at: c.updatedAt.toISOString(),
+  };
+  if (c.lastError) v.last_error = c.lastError;
+  return v;
+}
+
+/** The parts a person sees: everything but the billing record. */
+export type VisiblePart = Exclude<MessagePart, { type: "tool-batch-usage" }>;
+
+export interface MessageView {
+  id: string;
+  role: ChatMessage["role"];
+  parts: VisiblePart[];
+  created_at: string;
+  runtime_ms?: number;
+}
+
+export function messageView(m: ChatMessage): MessageView {
+  const v: MessageView = {
+    id: m.id,
+    role: m.role,
+    parts: m.content.filter((p): p is VisiblePart => p.type !== "tool-batch-usage"),
+    created_at: m.createdAt.toISOString(),
+  };
+  if (m.runtimeMs > 0) v.runtime_ms = m.runtimeMs;
+  return v;
+}
+
+/** The messages a person sees (visibility user or both, not deleted), in ID order. */
+export const VISIBLE_MESSAGES_SQL = `SELECT * FROM chat_messages
+  WHERE chat_id = $1 AND id > $2 AND NOT deleted AND visibility IN ('user', 'both') ORDER BY id`;
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  agent_url: string;
+  owner_id: string | null;
+  is_default: boolean;
+  created_at: string;
+}
+
+export function workspaceView(r: Record<string, unknown>): WorkspaceView {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    agent_url: r.agent_url as string,
+    owner_id: (r.owner_id as string | null) ?? null,
+    is_default: r.is_default as boolean,
+    created_at: (r.created_at as Date).toISOString(),
+  };
+}
+
+export interface ModelView {
+  id: string;
+  provider: string;
+  model: string;
+  base_url: string | null;
+  context_limit: number | null;
+  is_default: boolean;
+  /** Whether a key is stored; the key itself is never answered. */
+  has_api_key: boolean;
+  created_at: string;
+}
+
+export function modelView(r: Record<string, unknown>): ModelView {
+  return {
+    id: r.id as string,
+    provider: r.provider as string,
+    model: r.model as string,
+    base_url: (r.base_url as string | null) ?? null,
+    context_limit: (r.context_limit as number | null) ?? null,
+    is_default: r.is_default as boolean,
+    has_api_key: r.api_key !== null && r.api_key !== undefined,
+    created_at: (r.created_at as Date).toISOString(),
+  };
+}
