@@ -2,6 +2,8 @@
 
 import { Command, InvalidArgumentError } from "commander";
 import { runAgent } from "./agent.ts";
+import { runChat } from "./chat.ts";
+import { runServer } from "./server.ts";
 import { parseListen } from "./listen.ts";
 
 function listenArg(value: string): string {
@@ -11,6 +13,13 @@ function listenArg(value: string): string {
     throw new InvalidArgumentError((err as Error).message);
   }
   return value;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new InvalidArgumentError("Must be a positive whole number.");
+  return n;
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -31,6 +40,62 @@ export async function main(argv: string[]): Promise<void> {
     .option("--token <token>", "require Authorization: Bearer <token> on every request")
     .action(async (o: { listen: string; dir?: string; token?: string }) => {
       await runAgent(o);
+    });
+
+  program
+    .command("server")
+    .description(
+      "Run the control plane: API, chat worker, embedded database and a local workspace agent.",
+    )
+    .option("--listen <host:port>", "address to listen on", listenArg, "127.0.0.1:3000")
+    .option("--postgres-url <url>", "use this Postgres instead of the embedded database")
+    .option("--data-dir <dir>", "where the embedded database and local state live", "./.tether")
+    .option(
+      "--workspace-dir <dir>",
+      "directory of the local workspace (default: the current directory)",
+    )
+    .option("--no-local-workspace", "do not start a local workspace agent")
+    .option(
+      "--model <spec>",
+      "default model: anthropic:<m>, openai:<m>, google:<m>, bedrock:<m>, openai-compatible:<m>, or demo",
+    )
+    .option("--model-base-url <url>", "base URL for openai-compatible models")
+    .option("--lease-ms <n>", "chat lease length", positiveInt)
+    .option("--heartbeat-ms <n>", "lease renewal interval", positiveInt)
+    .option(
+      "--agent-answer-timeout-ms <n>",
+      "bound on each side-effecting request to an agent",
+      positiveInt,
+    )
+    .action(
+      async (o: {
+        listen: string;
+        postgresUrl?: string;
+        dataDir: string;
+        workspaceDir?: string;
+        localWorkspace: boolean;
+        model?: string;
+        modelBaseUrl?: string;
+        leaseMs?: number;
+        heartbeatMs?: number;
+        agentAnswerTimeoutMs?: number;
+      }) => {
+        await runServer({
+          ...o,
+          workspaceDir: o.workspaceDir ?? process.cwd(),
+        });
+      },
+    );
+
+  program
+    .command("chat")
+    .description("Send a message, stream the answer and tool activity; Ctrl-C interrupts.")
+    .argument("<message>", "the message")
+    .option("--server <url>", "server URL", "http://127.0.0.1:3000")
+    .option("--token <token>", "API token (default: $TETHER_TOKEN, or the saved one)")
+    .option("--chat <id>", "continue this chat instead of starting a new one")
+    .action(async (message: string, o: { server: string; token?: string; chat?: string }) => {
+      await runChat(message, o);
     });
 
   await program.parseAsync(argv);

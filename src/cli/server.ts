@@ -1,0 +1,189 @@
+// `tether server`: the control plane in one process — the database (embedded PGlite by
+// default, or Postgres), the worker that drives chats, the HTTP API, and the local workspace
+// agent it supervises. `startServer` is also what tests run in-process.
+
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import type { LanguageModel } from "ai";
+import pino from "pino";
+import { createApi } from "../api/index.ts";
+import { AgentClient, type Clock } from "../contract/index.ts";
+import type { Chat } from "../chatd/chats.ts";
+import { openDatabase, type Database } from "../chatd/db/index.ts";
+import { StreamBuffer } from "../chatd/stream.ts";
+import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
+import { Worker } from "../chatd/worker/worker.ts";
+import {
+  createLanguageModel,
+  defaultModelSpec,
+  parseModelSpec,
+  type ProviderName,
+} from "../model/index.ts";
+import { parseListen } from "./listen.ts";
+import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
+import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
+
+export const DEFAULT_AGENT_ANSWER_TIMEOUT_MS = 60_000;
+
+export interface ServerOptions {
+  listen: string;
+  postgresUrl?: string;
+  dataDir: string;
+  workspaceDir: string;
+  localWorkspace: boolean;
+  model?: string;
+  modelBaseUrl?: string;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  agentAnswerTimeoutMs?: number;
+  clock?: Clock;
+  /** Logs go to stderr unless false. */
+  log?: boolean;
+}
+
+export interface RunningServer {
+  url: string;
+  db: Database;
+  worker: Worker;
+  localAgent: LocalAgent | undefined;
+  /** Graceful stop: stop accepting, stop waiting, release leases, stop the local agent, close the db. */
+  close(o?: { keepLocalAgent?: boolean }): Promise<void>;
+}
+
+export async function startServer(o: ServerOptions): Promise<RunningServer> {
+  const log = pino({ level: o.log === false ? "silent" : "info" }, pino.destination(2));
+  const { host, port } = parseListen(o.listen);
+  await mkdir(o.dataDir, { recursive: true });
+  const db = await openDatabase(
+    o.postgresUrl ? { postgresUrl: o.postgresUrl } : { dataDir: path.join(o.dataDir, "db") },
+  );
+  const spec = o.model ?? defaultModelSpec();
+  await ensureDefaultModel(db, parseModelSpec(spec), o.modelBaseUrl, o.model !== undefined);
+
+  let supervisor: LocalAgentSupervisor | undefined;
+  let localAgent: LocalAgent | undefined;
+  if (o.localWorkspace) {
+    supervisor = new LocalAgentSupervisor(o.dataDir, path.resolve(o.workspaceDir), async (a) => {
+      await upsertLocalWorkspace(db, a.url, a.token);
+      log.info({ url: a.url, pid: a.pid, adopted: a.adopted }, "local workspace agent");
+    });
+    localAgent = await supervisor.start();
+  }
+
+  const models = new Map<string, LanguageModel>();
+  const agents = new Map<string, AgentClient>();
+  const buffer = new StreamBuffer();
+  const worker = new Worker({
+    db,
+    buffer,
+    ...(o.clock && { clock: o.clock }),
+    ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
+    ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
+    agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
+    toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
+    resolveModel: async (chat: Chat) => {
+      const r = await db.query<{
+        id: string;
+        provider: string;
+        model: string;
+        base_url: string | null;
+        api_key: string | null;
+      }>(
+        chat.modelConfigId
+          ? "SELECT * FROM model_configs WHERE id = $1"
+          : "SELECT * FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
+        chat.modelConfigId ? [chat.modelConfigId] : [],
+      );
+      const c = r.rows[0];
+      if (!c)
+        throw new Error(
+          "No model is configured: start the server with --model, or add one with POST /api/v1/models.",
+        );
+      let m = models.get(c.id);
+      if (!m) {
+        m = createLanguageModel({
+          provider: c.provider as ProviderName,
+          model: c.model,
+          ...(c.base_url && { baseUrl: c.base_url }),
+          ...(c.api_key && { apiKey: c.api_key }),
+        });
+        models.set(c.id, m);
+      }
+      return m;
+    },
+    resolveAgent: async (chat: Chat) => {
+      if (!chat.workspaceId) return undefined;
+      const r = await db.query<{ agent_url: string; agent_token: string | null }>(
+        "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
+        [chat.workspaceId],
+      );
+      const w = r.rows[0];
+      if (!w) return undefined;
+      const key = `${w.agent_url} ${w.agent_token ?? ""}`;
+      let client = agents.get(key);
+      if (!client) {
+        client = new AgentClient({
+          baseUrl: w.agent_url,
+          ...(w.agent_token && { token: w.agent_token }),
+        });
+        agents.set(key, client);
+      }
+      return client;
+    },
+    onError: (err, ctx) => log.warn({ err, ...ctx }, "worker"),
+  });
+
+  const api = await createApi({
+    db,
+    buffer,
+    defaultModelConfigId: async () =>
+      (
+        await db.query<{ id: string }>(
+          "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
+        )
+      ).rows[0]?.id ?? null,
+    defaultWorkspaceId: async () =>
+      (
+        await db.query<{ id: string }>(
+          "SELECT id FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
+        )
+      ).rows[0]?.id ?? null,
+  });
+  const url = await api.listen({ host, port });
+  // With the embedded database this process is the only replica: take over every unfinished
+  // chat at once instead of waiting for the old leases to expire.
+  await worker.start({ takeOverAll: !o.postgresUrl });
+
+  return {
+    url,
+    db,
+    worker,
+    localAgent,
+    async close(c = {}) {
+      await api.close();
+      await worker.stop();
+      if (!c.keepLocalAgent) await supervisor?.stop();
+      for (const a of agents.values()) a.close();
+      await db.close();
+    },
+  };
+}
+
+export async function runServer(o: ServerOptions): Promise<void> {
+  const server = await startServer(o);
+  process.stdout.write(`listening on ${server.url}\n`);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`error while stopping: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}

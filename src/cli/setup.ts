@@ -1,0 +1,64 @@
+// Start-up rows the server keeps true: the default model config (from --model, or a
+// default when none is configured yet) and the local workspace (its agent's address).
+
+import { randomUUID } from "node:crypto";
+import type { Database } from "../chatd/db/index.ts";
+import type { ModelSpec } from "../model/index.ts";
+
+/**
+ * Makes `spec` the default model when `force` (the operator passed --model), or when no
+ * default exists yet; an existing row with the same provider, model and base URL is reused.
+ */
+export async function ensureDefaultModel(
+  db: Database,
+  spec: ModelSpec,
+  baseUrl: string | undefined,
+  force: boolean,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const current = await tx.query("SELECT id FROM model_configs WHERE is_default LIMIT 1");
+    if (current.rows.length > 0 && !force) return;
+    const same = await tx.query<{ id: string }>(
+      "SELECT id FROM model_configs WHERE provider = $1 AND model = $2 AND base_url IS NOT DISTINCT FROM $3 ORDER BY created_at LIMIT 1",
+      [spec.provider, spec.model, baseUrl ?? null],
+    );
+    const id = same.rows[0]?.id ?? randomUUID();
+    await tx.query("UPDATE model_configs SET is_default = false WHERE is_default AND id <> $1", [
+      id,
+    ]);
+    if (same.rows[0]) {
+      await tx.query("UPDATE model_configs SET is_default = true WHERE id = $1", [id]);
+    } else {
+      await tx.query(
+        "INSERT INTO model_configs (id, provider, model, base_url, is_default) VALUES ($1, $2, $3, $4, true)",
+        [id, spec.provider, spec.model, baseUrl ?? null],
+      );
+    }
+  });
+}
+
+/** The local workspace row (name "local"), pointing at the local agent, and the default. */
+export async function upsertLocalWorkspace(
+  db: Database,
+  url: string,
+  token: string,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const found = await tx.query<{ id: string }>(
+      "SELECT id FROM workspaces WHERE name = 'local' AND owner_id IS NULL LIMIT 1",
+    );
+    const id = found.rows[0]?.id ?? randomUUID();
+    await tx.query("UPDATE workspaces SET is_default = false WHERE is_default AND id <> $1", [id]);
+    if (found.rows[0]) {
+      await tx.query(
+        "UPDATE workspaces SET agent_url = $2, agent_token = $3, is_default = true WHERE id = $1",
+        [id, url, token],
+      );
+    } else {
+      await tx.query(
+        "INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token, is_default) VALUES ($1, NULL, 'local', $2, $3, true)",
+        [id, url, token],
+      );
+    }
+  });
+}

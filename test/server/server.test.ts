@@ -1,0 +1,202 @@
+// `bin/tether server` and `bin/tether chat` as a person runs them: real processes, the
+// embedded database, a local workspace agent, real HTTP.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
+
+const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(path.join(os.tmpdir(), "tether-server-"));
+  cleanups.push(() => rm(d, { recursive: true, force: true }));
+  return d;
+}
+
+interface Server {
+  proc: ChildProcess;
+  url: string;
+}
+
+/** Starts `bin/tether server` in its own process group and waits for its listening line. */
+function startServer(args: string[], cwd: string): Promise<Server> {
+  const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
+    cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  cleanups.push(() => {
+    try {
+      process.kill(-proc.pid!, "SIGKILL");
+    } catch {
+      // gone
+    }
+  });
+  let err = "";
+  proc.stderr.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (process.env.TETHER_TEST_SERVER_LOG) process.stderr.write(c);
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) resolve({ proc, url: m[1]! });
+    });
+    proc.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+function run(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(BIN, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+  proc.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => proc.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function api<T>(
+  url: string,
+  token: string | undefined,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(new URL(route, url), {
+    method,
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+describe("bin/tether server", () => {
+  it("runs on the embedded database with the demo model and a local workspace; bin/tether chat drives it", async () => {
+    const home = await tempDir();
+    const ws = await tempDir();
+    const server = await startServer(
+      ["--data-dir", path.join(home, "data"), "--workspace-dir", ws],
+      home,
+    );
+    const health = await fetch(new URL("/api/v1/health", server.url));
+    expect(health.status).toBe(200);
+    const chat = await run(["chat", "--server", server.url, "$ echo hello-from-tether"], home);
+    expect(chat.stderr).not.toMatch(/error/i);
+    expect(chat.code).toBe(0);
+    expect(chat.stdout).toContain("hello-from-tether");
+    expect(chat.stdout).toMatch(/exit 0/);
+    const agent = JSON.parse(
+      await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
+    ) as { pid: number };
+    expect(alive(agent.pid)).toBe(true);
+    const exited = new Promise<number | null>((r) => server.proc.once("exit", (c) => r(c)));
+    server.proc.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const end = Date.now() + 5_000;
+    while (alive(agent.pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(agent.pid)).toBe(false);
+  }, 60_000);
+
+  it("after SIGKILL of its process group mid-execute, a restart resumes the chat: one process, one result", async () => {
+    const fake: FakeProvider = await startFakeProvider();
+    cleanups.push(() => fake.close());
+    const home = await tempDir();
+    const ws = await tempDir();
+    const marker = path.join(ws, "marker.txt");
+    const args = [
+      "--data-dir",
+      path.join(home, "data"),
+      "--workspace-dir",
+      ws,
+      "--model",
+      "openai-compatible:fake-model",
+      "--model-base-url",
+      fake.url,
+    ];
+    fake.script(
+      {
+        toolCalls: [
+          {
+            id: "call_1",
+            name: "execute",
+            args: { command: `echo line >> ${marker}; sleep 2; echo done`, timeout: "20s" },
+          },
+        ],
+      },
+      { text: "finished" },
+    );
+    const first = await startServer(args, home);
+    const { token } = await api<{ token: string }>(
+      first.url,
+      undefined,
+      "POST",
+      "/api/v1/users/first",
+      { email: "a@b.c", password: "correct horse battery" },
+    );
+    const chat = await api<{ id: string }>(first.url, token, "POST", "/api/v1/chats", {
+      message: "go",
+    });
+    const end = Date.now() + 20_000;
+    while ((await readFile(marker, "utf8").catch(() => "")) === "" && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 50));
+    const agentBefore = JSON.parse(
+      await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
+    ) as { pid: number };
+    process.kill(-first.proc.pid!, "SIGKILL");
+    await new Promise((r) => first.proc.once("exit", r));
+    expect(alive(agentBefore.pid)).toBe(true); // its own process group survived
+
+    const second = await startServer(args, home);
+    const agentAfter = JSON.parse(
+      await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
+    ) as { pid: number };
+    expect(agentAfter.pid).toBe(agentBefore.pid); // re-adopted, not replaced
+    let status = "";
+    const until = Date.now() + 30_000;
+    while (Date.now() < until) {
+      status = (await api<{ status: string }>(second.url, token, "GET", `/api/v1/chats/${chat.id}`))
+        .status;
+      if (status === "waiting" || status === "error") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe("waiting");
+    expect(await readFile(marker, "utf8")).toBe("line\n");
+    const { messages } = await api<{
+      messages: {
+        role: string;
+        parts: { type: string; result?: { status: string; output?: string } }[];
+      }[];
+    }>(second.url, token, "GET", `/api/v1/chats/${chat.id}/messages`);
+    const toolResults = messages.flatMap((m) => m.parts.filter((p) => p.type === "tool-result"));
+    expect(toolResults).toHaveLength(1);
+    expect(toolResults[0]!.result).toMatchObject({ status: "completed", output: "done\n" });
+    second.proc.kill("SIGTERM");
+    await new Promise((r) => second.proc.once("exit", r));
+  }, 90_000);
+});
