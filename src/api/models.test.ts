@@ -1,12 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
-import { PROVIDER_NAMES } from "../model/registry.ts";
-import { PROVIDERS } from "./models.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
-
-it("the API accepts exactly the providers of the model registry", () => {
-  expect([...PROVIDERS]).toEqual([...PROVIDER_NAMES]);
-});
 
 describeDatabases("model configs", (db) => {
   let api: TestApi;

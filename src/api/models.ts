@@ -7,22 +7,13 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ApiContext } from "./app.ts";
 import { admin, caller } from "./auth.ts";
+import { PROVIDER_NAMES } from "../model/index.ts";
 import { parse } from "./errors.ts";
 import { modelView } from "./views.ts";
 
-/** The providers of src/model's registry (PROVIDER_NAMES; a test keeps the two equal). */
-export const PROVIDERS = [
-  "anthropic",
-  "openai",
-  "google",
-  "bedrock",
-  "openai-compatible",
-  "demo",
-] as const;
-
 const NewModelBody = z
   .object({
-    provider: z.enum(PROVIDERS),
+    provider: z.enum(PROVIDER_NAMES),
     model: z.string().trim().min(1, "must not be empty").max(200),
     base_url: z
       .string()

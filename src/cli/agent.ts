@@ -3,6 +3,7 @@
 
 import { createAgentServer } from "../agent/index.ts";
 import { parseListen } from "./listen.ts";
+import { stopOnSignals } from "./signals.ts";
 
 export interface AgentCommandOptions {
   listen: string;
@@ -18,18 +19,5 @@ export async function runAgent(o: AgentCommandOptions): Promise<void> {
   });
   const url = await agent.listen(host, port);
   process.stdout.write(`listening on ${url}\n`);
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    agent.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`error while stopping: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  stopOnSignals(() => agent.close());
 }

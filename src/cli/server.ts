@@ -20,6 +20,7 @@ import {
   type ProviderName,
 } from "../model/index.ts";
 import { parseListen } from "./listen.ts";
+import { stopOnSignals } from "./signals.ts";
 import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
 import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
 
@@ -172,18 +173,5 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
 export async function runServer(o: ServerOptions): Promise<void> {
   const server = await startServer(o);
   process.stdout.write(`listening on ${server.url}\n`);
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`error while stopping: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  stopOnSignals(() => server.close());
 }

@@ -181,3 +181,97 @@ describeDatabases("chat loop", (db) => {
 });
 
 export type { Worker, TestAgent };
+
+describeDatabases("chat loop under faults", (db) => {
+  it("US5: an agent that restarted after the call was committed gives unknown naming the restart", async () => {
+    const { fake, setup } = await env(db);
+    // The call was committed an hour ago; this agent has been up a minute: it cannot know.
+    fake.script(
+      { toolCalls: [{ id: "x", name: "execute", args: { command: "true" } }] },
+      { text: "ok" },
+    );
+    const { createChat } = await import("../../src/chatd/transitions.ts");
+    const chat = await createChat(db(), {
+      ownerId: setup.userId,
+      workspaceId: setup.workspaceId,
+      modelConfigId: setup.modelConfigId,
+    });
+    await db().query(
+      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_at) VALUES
+         ($1, 'user', 'both', '[{"type":"text","text":"go"}]', now() - interval '1 hour'),
+         ($1, 'assistant', 'both', '[{"type":"tool-call","tool_call_id":"old","tool_name":"execute","args":{"command":"true"}}]', now() - interval '1 hour')`,
+      [chat.id],
+    );
+    await db().query("UPDATE chats SET status = 'running' WHERE id = $1", [chat.id]);
+    await db().query("SELECT pg_notify('tether_chats', $1)", [
+      JSON.stringify({ chat_id: chat.id, status: "running" }),
+    ]);
+    const { history } = await settle(db(), chat.id);
+    expect(results(history)[0]).toMatchObject({
+      status: "unknown",
+      reason: "agent_started_after_tool_call",
+    });
+  });
+
+  it("US5: a silent agent (accepts, never answers) gives unknown within the answer timeout", async () => {
+    const http = await import("node:http");
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    cleanup.push(() => {
+      silent.closeAllConnections();
+      return new Promise((r) => silent.close(() => r()));
+    });
+    const { fake, setup } = await env(db, { agentAnswerTimeoutMs: 400 });
+    const port = (silent.address() as { port: number }).port;
+    await db().query("UPDATE workspaces SET agent_url = $2 WHERE id = $1", [
+      setup.workspaceId,
+      `http://127.0.0.1:${port}`,
+    ]);
+    fake.script(
+      { toolCalls: [{ id: "x", name: "execute", args: { command: "true" } }] },
+      { text: "ok" },
+    );
+    const started = Date.now();
+    const chatId = await startChat(db(), setup, "go");
+    const { history } = await settle(db(), chatId);
+    expect(results(history)[0]).toMatchObject({ status: "unknown", reason: "agent_no_answer" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("US1/US4: an ownership change mid-execute neither starts a second process nor commits twice", async () => {
+    const {
+      fake,
+      setup,
+      agent,
+      worker: first,
+    } = await env(db, { leaseMs: 600, heartbeatMs: 60_000 });
+    const file = path.join(agent.dir, "log.txt");
+    fake.script(
+      {
+        toolCalls: [
+          {
+            id: "x",
+            name: "execute",
+            args: { command: `echo line >> ${file}; sleep 1.5; echo ok`, timeout: "10s" },
+          },
+        ],
+      },
+      { text: "done" },
+    );
+    const chatId = await startChat(db(), setup, "go");
+    // The first worker starts the command, then stalls: it never renews its lease.
+    const end = Date.now() + 10_000;
+    while ((await readFile(file, "utf8").catch(() => "")) === "" && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 20));
+    const second = testWorker(db(), { leaseMs: 600, heartbeatMs: 150 });
+    await second.start();
+    cleanup.push(() => second.stop());
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(await readFile(file, "utf8")).toBe("line\n");
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "completed", output: "ok\n" }),
+    ]);
+    expect(first.ownedChats).not.toContain(chatId);
+  });
+});

@@ -1,0 +1,194 @@
+// Benchmark: per-step overhead of the durable chat loop. A step is one model call that asks
+// for one `execute` of `true`, the tool call through the agent, and the commit. The baseline
+// is an in-memory AI SDK loop that calls the same agent through the same tool code with the
+// same fake model server, with no database, worker or runner. Run on PGlite, and on Postgres
+// when TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL) is set. Target: within 2x.
+
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { streamText, type ModelMessage } from "ai";
+import { openDatabase, type Database } from "../src/chatd/db/index.ts";
+import { StreamBuffer } from "../src/chatd/stream.ts";
+import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
+import { createChat, loadChat, loadHistory } from "../src/chatd/transitions.ts";
+import { Worker } from "../src/chatd/worker/worker.ts";
+import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
+import { createLanguageModel } from "../src/model/index.ts";
+import { startFakeProvider } from "../test/support/fake-provider.ts";
+import { fmt, numberFlags, startAgent, stats } from "./support.ts";
+
+const { chats, steps } = numberFlags({ chats: 20, steps: 5 });
+
+const fake = await startFakeProvider();
+let callSeq = 0;
+// Every request: one execute of `true`, until the conversation holds `steps` tool results.
+fake.script(
+  ...Array.from(
+    { length: (chats + 1) * (steps + 1) * 4 + 100 },
+    () => (req: { messages: { role: string }[] }) => {
+      const done = req.messages.filter((m) => m.role === "tool").length;
+      return done >= steps
+        ? { text: "done" }
+        : { toolCalls: [{ id: `call_${++callSeq}`, name: "execute", args: { command: "true" } }] };
+    },
+  ),
+);
+const model = () =>
+  createLanguageModel({ provider: "openai-compatible", model: "fake-model", baseUrl: fake.url });
+const dir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-"));
+const agentProc = await startAgent(dir);
+await new Promise((r) => setTimeout(r, 2_100)); // past the agent's age margin
+const client = new AgentClient({ baseUrl: agentProc.url });
+
+/** The in-memory loop: the same model, tools and agent; history in an array. */
+async function inMemoryTurn(): Promise<number[]> {
+  const messages: ModelMessage[] = [{ role: "user", content: "go" }];
+  const chatId = parseChatId(randomUUID())!;
+  const perStep: number[] = [];
+  for (let i = 1; ; i++) {
+    const t0 = performance.now();
+    const result = streamText({
+      model: model(),
+      messages,
+      tools: toolDeclarations(),
+      maxRetries: 0,
+    });
+    const calls = await result.toolCalls;
+    if (calls.length === 0) break;
+    messages.push(...(await result.response).messages);
+    for (const call of calls) {
+      const outcome = await runTool(
+        {
+          client,
+          chatId,
+          messageId: toMessageId(i)!,
+          toolCallAgeMs: 0,
+          clock: realClock,
+          agentAnswerTimeoutMs: 60_000,
+          signal: new AbortController().signal,
+        },
+        { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input },
+      );
+      messages.push({
+        role: "tool",
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            output: { type: "json", value: outcome.result as never },
+          },
+        ],
+      });
+    }
+    perStep.push(performance.now() - t0);
+  }
+  return perStep;
+}
+
+/** The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. */
+async function durableTurns(db: Database): Promise<number[]> {
+  const userId = randomUUID();
+  const workspaceId = randomUUID();
+  const modelId = randomUUID();
+  await db.query(
+    "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, 'admin', 'x')",
+    [userId, `${userId}@bench`],
+  );
+  await db.query("INSERT INTO workspaces (id, name, agent_url) VALUES ($1, 'bench', $2)", [
+    workspaceId,
+    agentProc.url,
+  ]);
+  await db.query(
+    "INSERT INTO model_configs (id, provider, model, base_url) VALUES ($1, 'openai-compatible', 'fake-model', $2)",
+    [modelId, fake.url],
+  );
+  const m = model();
+  const worker = new Worker({
+    db,
+    buffer: new StreamBuffer(),
+    agentAnswerTimeoutMs: 60_000,
+    toolResultBudgetBytes: 32 * 1024,
+    acquireIntervalMs: 50,
+    resolveModel: async () => m,
+    resolveAgent: async () => client,
+  });
+  await worker.start();
+  const perStep: number[] = [];
+  try {
+    for (let c = 0; c < chats; c++) {
+      const chat = await createChat(db, {
+        ownerId: userId,
+        workspaceId,
+        modelConfigId: modelId,
+        message: "go",
+      });
+      while ((await loadChat(db, chat.id))!.status !== "waiting")
+        await new Promise((r) => setTimeout(r, 20));
+      // Step i ends when its result commits; the database clock stamps every commit.
+      const history = await loadHistory(db, chat.id);
+      const marks = history
+        .filter((h) => h.role === "user" || h.content.some((p) => p.type === "tool-result"))
+        .map((h) => h.createdAt.getTime());
+      for (let i = 1; i < marks.length; i++) perStep.push(marks[i]! - marks[i - 1]!);
+    }
+  } finally {
+    await worker.stop();
+  }
+  return perStep;
+}
+
+function line(name: string, samples: number[], base?: number[]): string {
+  const s = stats(samples);
+  const ratio = base
+    ? `   median ratio ${fmt(s.median / stats(base).median, 2)}x, p99 ratio ${fmt(s.p99 / stats(base).p99, 2)}x`
+    : "";
+  return `${name.padEnd(34)} median ${fmt(s.median, 2).padStart(7)} ms   p99 ${fmt(s.p99, 2).padStart(7)} ms   n=${s.n}${ratio}`;
+}
+
+try {
+  await inMemoryTurn(); // warm-up
+  const memory: number[] = [];
+  for (let c = 0; c < chats; c++) memory.push(...(await inMemoryTurn()));
+  console.log(
+    `per-step latency: ${chats} chats x ${steps} steps (model step + execute \`true\` + commit)`,
+  );
+  console.log(line("in-memory AI SDK loop (baseline)", memory));
+  const pglite = await openDatabase({});
+  try {
+    const durable = await durableTurns(pglite);
+    console.log(line("durable loop, PGlite (embedded)", durable, memory));
+    console.log(
+      `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on PGlite`,
+    );
+  } finally {
+    await pglite.close();
+  }
+  const url = process.env.TETHER_BENCH_DATABASE_URL ?? process.env.TETHER_TEST_DATABASE_URL;
+  if (url) {
+    const schema = `bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+    const pg = await openDatabase({ postgresUrl: url, schema });
+    try {
+      const durable = await durableTurns(pg);
+      console.log(line("durable loop, Postgres", durable, memory));
+      console.log(
+        `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on Postgres`,
+      );
+      await pg.query(`DROP SCHEMA ${schema} CASCADE`);
+    } finally {
+      await pg.close();
+    }
+  } else {
+    console.log(
+      "Postgres run skipped: set TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL).",
+    );
+  }
+} finally {
+  client.close();
+  await agentProc.stop();
+  await fake.close();
+  await rm(dir, { recursive: true, force: true });
+}
