@@ -82,6 +82,7 @@ async function callModel(
   };
   // The model window: from just before the stream opens until it is fully read.
   const opened = deps.clock.now();
+  deps.buffer.modelStarted(chat.id, opened);
   const result = streamText({
     model,
     system: SYSTEM_PROMPT,
@@ -153,6 +154,8 @@ async function runBatch(
   const toolCallAgeMs = age.rows[0]?.age_ms ?? 0;
   const chatId = parseChatId(chat.id)!;
   const messageId = toMessageId(message.id)!;
+  // This replica's live record of the batch, for billing an interrupted batch (CHATD.md 9).
+  deps.buffer.beginBatch(chat.id, fence.historyVersion);
   const outcomes = await Promise.all(
     calls.map(async (call): Promise<ToolOutcome> => {
       if (!client) {
@@ -167,6 +170,7 @@ async function runBatch(
           billable: false,
         };
       }
+      deps.buffer.stampCall(chat.id, call.toolCallId, { startedAt: deps.clock.now() });
       deps.buffer.append(chat.id, {
         type: "tool-started",
         tool_call_id: call.toolCallId,
@@ -184,6 +188,11 @@ async function runBatch(
         },
         { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
       );
+      deps.buffer.stampCall(chat.id, call.toolCallId, {
+        startedAt: outcome.startedAt,
+        endedAt: outcome.endedAt,
+        billable: outcome.billable,
+      });
       deps.buffer.append(chat.id, {
         type: "tool-finished",
         tool_call_id: call.toolCallId,
@@ -219,4 +228,5 @@ async function runBatch(
     });
   }
   await commitStep(deps.db, fence, messages);
+  deps.buffer.endBatch(chat.id);
 }

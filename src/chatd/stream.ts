@@ -19,6 +19,22 @@ export interface PartEvent {
 
 export type StreamListener = (e: PartEvent) => void;
 
+/** A live model episode as the interrupt reads it (CHATD.md 8 step 1). */
+export interface EpisodeView {
+  historyVersion: string;
+  attempt: number;
+  parts: PartEvent[];
+  modelStartedAt?: number;
+}
+
+/** One call of the batch in progress on this replica: its execution stamps (clock ms). */
+export interface CallStamps {
+  startedAt: number;
+  /** Set once the call's outcome is known; `billable` says whether it ran. */
+  endedAt?: number;
+  billable?: boolean;
+}
+
 interface Episode {
   historyVersion: string;
   attempt: number;
@@ -30,6 +46,7 @@ interface Episode {
 export class StreamBuffer {
   readonly #episodes = new Map<string, Episode>();
   readonly #listeners = new Map<string, Set<StreamListener>>();
+  readonly #batches = new Map<string, { historyVersion: string; calls: Map<string, CallStamps> }>();
 
   /** Starts a new episode for the chat, dropping the previous one's parts. */
   begin(chatId: string, historyVersion: string, attempt: number): void {
@@ -52,6 +69,51 @@ export class StreamBuffer {
   /** Ends the chat's episode (its parts are committed or abandoned). */
   end(chatId: string): void {
     this.#episodes.delete(chatId);
+  }
+
+  /** Stamps the model invocation start of the chat's episode (for interrupt billing). */
+  modelStarted(chatId: string, at: number): void {
+    const ep = this.#episodes.get(chatId);
+    if (ep) ep.modelStartedAt = at;
+  }
+
+  /** The chat's current episode, if any. */
+  episode(chatId: string): EpisodeView | undefined {
+    const ep = this.#episodes.get(chatId);
+    if (!ep) return undefined;
+    const view: EpisodeView = {
+      historyVersion: ep.historyVersion,
+      attempt: ep.attempt,
+      parts: [...ep.parts],
+    };
+    if (ep.modelStartedAt !== undefined) view.modelStartedAt = ep.modelStartedAt;
+    return view;
+  }
+
+  /** Starts recording the stamps of a tool batch at `historyVersion` (replacing any other). */
+  beginBatch(chatId: string, historyVersion: string): void {
+    this.#batches.set(chatId, { historyVersion, calls: new Map() });
+  }
+
+  /** Records a call's start, or its end when `end` is given. */
+  stampCall(
+    chatId: string,
+    toolCallId: string,
+    stamp: { startedAt: number; endedAt?: number; billable?: boolean },
+  ): void {
+    this.#batches.get(chatId)?.calls.set(toolCallId, { ...stamp });
+  }
+
+  /** The batch's stamps so far, if this replica records the batch at `historyVersion`. */
+  batch(chatId: string, historyVersion: string): Map<string, CallStamps> | undefined {
+    const b = this.#batches.get(chatId);
+    if (!b || b.historyVersion !== historyVersion) return undefined;
+    return new Map([...b.calls].map(([id, s]) => [id, { ...s }]));
+  }
+
+  /** Forgets the chat's batch stamps (the batch is committed). */
+  endBatch(chatId: string): void {
+    this.#batches.delete(chatId);
   }
 
   /** The current episode's parts so far. */

@@ -362,17 +362,19 @@ async function popQueueOrWait(l: Locked): Promise<"running" | "waiting"> {
 }
 
 /**
- * Ends an interruption: outstanding tool calls get an honest result now, then the queued
- * message (if any) starts the next turn, else the chat waits. (The interrupt task of
- * CHATD.md 8, which cancels on the agent and reports what really happened, replaces the
- * unknown results here in the next issue.)
+ * Ends an interruption (CHATD.md 8 step 4): the interrupt task's `messages` (the partial
+ * assistant message, one result per unresolved call, the usage record) go in; any call still
+ * without a result gets an honest unknown; then the queued message (if any) starts the next
+ * turn, else the chat waits.
  */
 export async function finishInterruption(
   db: Database,
   fence: Fence,
+  messages: NewMessage[] = [],
 ): Promise<"running" | "waiting"> {
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
+    await insertMessages(l, messages);
     await answerOutstanding(l, "interrupted");
     return popQueueOrWait(l);
   });

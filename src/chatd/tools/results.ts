@@ -10,7 +10,9 @@ export type UnknownReason =
   | "input_mismatch"
   | "agent_unreachable"
   | "agent_no_answer"
-  | "agent_error";
+  | "agent_error"
+  /** An agent without the contract: the interrupt could not ask what happened. */
+  | "interrupted";
 
 /** What each unknown reason means, in words the model reads. */
 export const UNKNOWN_REASONS: Record<UnknownReason, string> = {
@@ -26,6 +28,9 @@ export const UNKNOWN_REASONS: Record<UnknownReason, string> = {
   agent_error:
     "The workspace agent answered with an error while the call's outcome was being read; it " +
     "may or may not have finished.",
+  interrupted:
+    "The call was interrupted before it produced a result, and the workspace agent cannot " +
+    "say what happened; it may have run.",
 };
 
 /** A tool that could not run at all (bad arguments, unknown tool, a read that failed). */
@@ -209,7 +214,9 @@ export function canceledResult(
     status: "canceled",
     output: output.output,
     run_age_ms: Math.floor(runAgeMs),
-    note: `The user interrupted the command after ${Math.floor(runAgeMs)} ms; it was killed.`,
+    note:
+      `Canceled by the user after ${(Math.max(0, runAgeMs) / 1000).toFixed(1)} s: the command ` +
+      "was killed; the output is what it printed until then.",
   };
   if (output.truncated) r.truncated = output.truncated;
   return r;

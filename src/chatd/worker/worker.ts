@@ -7,12 +7,12 @@ import { randomUUID } from "node:crypto";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
 import type { Fence } from "../chats.ts";
 import { generationTask, type GenerationDeps } from "../generation.ts";
+import { interruptTask } from "../interrupt.ts";
 import {
   abandon,
   acquire,
   CHAT_CHANNEL,
   finishError,
-  finishInterruption,
   heartbeat,
   loadChat,
   recordRetryState,
@@ -268,13 +268,4 @@ class Runner {
       this.#task = undefined;
     }
   }
-}
-
-/**
- * Until the interrupt task of CHATD.md 8 lands (the next issue), an interrupting chat ends
- * its turn honestly: outstanding tool calls are reported unknown, and the chat goes back to
- * waiting (or runs its queued message).
- */
-async function interruptTask(deps: GenerationDeps, fence: Fence): Promise<void> {
-  await finishInterruption(deps.db, fence);
 }

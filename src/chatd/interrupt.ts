@@ -1,0 +1,156 @@
+// The interrupt task (CHATD.md 8): keep what the model streamed, cancel every unresolved call
+// that sent tool call headers (in parallel, each bounded, outside any transaction), and commit
+// the real outcomes, the interrupted batch's usage (CHATD.md 9) and the end of the turn at once.
+
+import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts";
+import { unionMs, type Interval } from "./billing.ts";
+import type { Chat, Fence } from "./chats.ts";
+import type { GenerationDeps } from "./generation.ts";
+import type { ChatMessage, MessagePart, NewMessage, ToolCallPart } from "./messages.ts";
+import { unresolvedToolCalls } from "./messages.ts";
+import type { EpisodeView } from "./stream.ts";
+import {
+  errorResult,
+  interruptResult,
+  truncateToolResult,
+  type ToolResult,
+} from "./tools/index.ts";
+import { finishInterruption, readForTask } from "./transitions.ts";
+
+/** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
+export async function interruptTask(
+  deps: GenerationDeps,
+  fence: Fence,
+  signal: AbortSignal,
+): Promise<void> {
+  // One instant for the model window and the running calls' intervals (CHATD.md 9).
+  const interruptedAt = deps.clock.now();
+  const { chat, history } = await readForTask(deps.db, fence);
+  const messages: NewMessage[] = [];
+
+  const episode = deps.buffer.episode(chat.id);
+  const partial =
+    episode &&
+    episode.historyVersion === fence.historyVersion &&
+    episode.attempt === chat.generationAttempt
+      ? partialAssistant(episode, interruptedAt)
+      : undefined;
+  if (partial) messages.push(partial);
+
+  const open = unresolvedToolCalls(history);
+  if (open) messages.push(...(await cancelBatch(deps, fence, chat, open, signal, interruptedAt)));
+
+  signal.throwIfAborted();
+  await finishInterruption(deps.db, fence, messages);
+  deps.buffer.end(chat.id);
+  deps.buffer.endBatch(chat.id);
+}
+
+/** The text the model streamed before the interrupt, or undefined when it streamed none. */
+function partialAssistant(episode: EpisodeView, interruptedAt: number): NewMessage | undefined {
+  let text = "";
+  let reasoning = "";
+  for (const e of episode.parts) {
+    if (e.part.type === "text-delta") text += e.part.text;
+    else if (e.part.type === "reasoning-delta") reasoning += e.part.text;
+  }
+  if (text === "") return undefined;
+  const content: MessagePart[] = [];
+  if (reasoning) content.push({ type: "reasoning", text: reasoning });
+  content.push({ type: "text", text });
+  const runtimeMs =
+    episode.modelStartedAt === undefined ? 0 : Math.max(0, interruptedAt - episode.modelStartedAt);
+  return { role: "assistant", visibility: "both", content, runtimeMs };
+}
+
+/** One result message per unresolved call, in call order, then the usage record if billable. */
+async function cancelBatch(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  open: { message: ChatMessage; calls: ToolCallPart[] },
+  signal: AbortSignal,
+  interruptedAt: number,
+): Promise<NewMessage[]> {
+  const client = await deps.resolveAgent(chat);
+  const age = await deps.db.query<{ age_ms: number }>(
+    "SELECT (extract(epoch FROM now() - created_at) * 1000)::float8 AS age_ms FROM chat_messages WHERE id = $1",
+    [open.message.id],
+  );
+  const toolCallAgeMs = age.rows[0]?.age_ms ?? 0;
+  // A call counts as started unless its cancel proves it never reached the agent.
+  const started: boolean[] = open.calls.map(() => true);
+  const results = await Promise.all(
+    open.calls.map((call, i) =>
+      resultFor(deps, client, chat, open.message, toolCallAgeMs, signal, call, (s) => {
+        started[i] = s;
+      }),
+    ),
+  );
+  const messages: NewMessage[] = open.calls.map((call, i) => ({
+    role: "tool",
+    visibility: "both",
+    content: [
+      {
+        type: "tool-result",
+        tool_call_id: call.toolCallId,
+        tool_name: call.toolName,
+        result: truncateToolResult(results[i]!, deps.toolResultBudgetBytes),
+        is_error: results[i]!.status === "error",
+      },
+    ],
+  }));
+
+  // Without this replica's live stamps of the batch, it bills nothing (CHATD.md 9).
+  const stamps = deps.buffer.batch(chat.id, fence.historyVersion);
+  if (stamps) {
+    const billed: Interval[] = [];
+    open.calls.forEach((call, i) => {
+      const s = stamps.get(call.toolCallId);
+      if (!s) return; // never started on this replica
+      if (s.endedAt !== undefined) {
+        if (s.billable === true) billed.push({ start: s.startedAt, end: s.endedAt });
+      } else if (started[i]) {
+        billed.push({ start: s.startedAt, end: interruptedAt });
+      }
+    });
+    const billedMs = Math.round(unionMs(billed));
+    if (billedMs > 0) {
+      messages.push({
+        role: "tool",
+        visibility: "model",
+        content: [{ type: "tool-batch-usage", billed_ms: billedMs, billed_calls: billed.length }],
+        runtimeMs: billedMs,
+      });
+    }
+  }
+  return messages;
+}
+
+async function resultFor(
+  deps: GenerationDeps,
+  client: AgentClient | undefined,
+  chat: Chat,
+  message: ChatMessage,
+  toolCallAgeMs: number,
+  signal: AbortSignal,
+  call: ToolCallPart,
+  onStarted: (started: boolean) => void,
+): Promise<ToolResult> {
+  if (!client) {
+    return errorResult("This chat has no workspace, so the call did not run.");
+  }
+  return interruptResult(
+    {
+      client,
+      chatId: parseChatId(chat.id)!,
+      messageId: toMessageId(message.id)!,
+      toolCallAgeMs,
+      clock: deps.clock,
+      agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
+      signal,
+    },
+    { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
+    { onStarted },
+  );
+}

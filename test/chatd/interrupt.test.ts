@@ -1,0 +1,204 @@
+// The interrupt task end to end (CHATD.md 8, 9): a real agent with real processes, the fake
+// provider, the worker; each chat is interrupted through the transition once the agent shows
+// its process running, and must end in `waiting` with one honest result per call.
+
+import { spawnSync } from "node:child_process";
+import http from "node:http";
+import { randomInt } from "node:crypto";
+import { afterEach, expect, it } from "vitest";
+import type { Database } from "../../src/chatd/db/index.ts";
+import type { ChatMessage } from "../../src/chatd/messages.ts";
+import { StreamBuffer } from "../../src/chatd/stream.ts";
+import { interrupt } from "../../src/chatd/transitions.ts";
+import type { WorkerOptions } from "../../src/chatd/worker/worker.ts";
+import type { ProcessInfo } from "../../src/contract/index.ts";
+import { startTestAgent, until, type TestAgent } from "../support/agent.ts";
+import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";
+import { describeDatabases } from "../support/db.ts";
+import { startFakeProvider } from "../support/fake-provider.ts";
+
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function env(db: () => Database, workerOptions: Partial<WorkerOptions> = {}) {
+  const agent = await startTestAgent();
+  cleanup.push(() => agent.close());
+  const fake = await startFakeProvider();
+  cleanup.push(() => fake.close());
+  const setup = await seed(db(), { agentUrl: agent.url, providerUrl: fake.url });
+  const worker = testWorker(db(), workerOptions);
+  await worker.start();
+  cleanup.push(() => worker.stop());
+  return { agent, fake, setup, worker };
+}
+
+/** A sleep duration no other test uses, so pgrep finds only this test's process. */
+function uniqueSleep(): string {
+  return `30.${randomInt(100_000, 999_999)}`;
+}
+
+function sleepRunning(duration: string): boolean {
+  return spawnSync("pgrep", ["-f", `sleep ${duration}`]).status === 0;
+}
+
+async function processWith(agent: TestAgent, text: string): Promise<ProcessInfo | undefined> {
+  const { processes } = await agent.client.listProcesses();
+  return processes.find((p) => p.command.includes(text));
+}
+
+/** Waits until the agent shows a process whose command contains `text` running. */
+async function running(agent: TestAgent, text: string): Promise<ProcessInfo> {
+  await until(async () => (await processWith(agent, text))?.running === true, 10_000);
+  return (await processWith(agent, text))!;
+}
+
+function usage(history: ChatMessage[]) {
+  return history.flatMap((m) => m.content.filter((p) => p.type === "tool-batch-usage"));
+}
+
+describeDatabases("interrupt", (db) => {
+  it("US2: a foreground command is canceled with its partial output and killed", async () => {
+    const { agent, fake, setup } = await env(db);
+    const d = uniqueSleep();
+    fake.script({
+      toolCalls: [
+        {
+          id: "x",
+          name: "execute",
+          args: { command: `echo early; sleep ${d}; echo late`, timeout: "60s" },
+        },
+      ],
+    });
+    const chatId = await startChat(db(), setup, "go");
+    const p = await running(agent, `sleep ${d}`);
+    await until(async () => (await agent.client.processOutput(p.id)).output.includes("early"));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await interrupt(db(), chatId)).toBe("interrupting");
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    const [r] = results(history);
+    expect(r).toMatchObject({ status: "canceled", output: "early\n" });
+    expect(r!.note).toMatch(/Canceled by the user after \d+\.\d s/);
+    expect(JSON.stringify(history)).not.toContain("interrupted before it produced a result");
+    await until(() => !sleepRunning(d), 3_000);
+    // The batch ran until the interrupt: it is billed.
+    expect(usage(history)).toEqual([expect.objectContaining({ billed_calls: 1 })]);
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("US6: background work and a command past its timeout survive the interrupt", async () => {
+    const { agent, fake, setup } = await env(db);
+    const [bg, late, fg] = [uniqueSleep(), uniqueSleep(), uniqueSleep()];
+    fake.script({
+      toolCalls: [
+        { id: "bg", name: "execute", args: { command: `sleep ${bg}`, run_in_background: true } },
+        { id: "late", name: "execute", args: { command: `sleep ${late}`, timeout: "1s" } },
+        { id: "fg", name: "execute", args: { command: `sleep ${fg}`, timeout: "60s" } },
+      ],
+    });
+    const chatId = await startChat(db(), setup, "go");
+    await running(agent, `sleep ${bg}`);
+    const latePs = await running(agent, `sleep ${late}`);
+    await running(agent, `sleep ${fg}`);
+    await new Promise((r) => setTimeout(r, 1_500)); // "late" is past its 1 s timeout
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    const [b, l, f] = results(history);
+    expect(b).toMatchObject({ status: "background", process_id: expect.any(String) });
+    expect(l).toMatchObject({ status: "timed_out", process_id: latePs.id });
+    expect(f).toMatchObject({ status: "canceled" });
+    expect((await agent.client.processOutput(String(b!.process_id))).running).toBe(true);
+    expect((await agent.client.processOutput(latePs.id)).running).toBe(true);
+    expect(sleepRunning(bg) && sleepRunning(late)).toBe(true);
+    await until(() => !sleepRunning(fg), 3_000);
+    for (const id of [String(b!.process_id), latePs.id])
+      await agent.client.signalProcess(id, "kill");
+    await until(() => !sleepRunning(bg) && !sleepRunning(late), 3_000);
+  });
+
+  it("a call that exited before the cancel gets its real result; the batch is billed", async () => {
+    const { agent, fake, setup } = await env(db);
+    const d = uniqueSleep();
+    fake.script({
+      toolCalls: [
+        { id: "quick", name: "execute", args: { command: "echo done; exit 4" } },
+        { id: "slow", name: "execute", args: { command: `sleep ${d}`, timeout: "60s" } },
+      ],
+    });
+    const chatId = await startChat(db(), setup, "go");
+    await running(agent, `sleep ${d}`);
+    await until(async () => (await processWith(agent, "exit 4"))?.running === false);
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "completed", exit_code: 4, output: "done\n" }),
+      expect.objectContaining({ status: "canceled" }),
+    ]);
+    expect(usage(history)).toEqual([expect.objectContaining({ billed_calls: 2 })]);
+    await until(() => !sleepRunning(d), 3_000);
+  });
+
+  it("US7: with a silent agent the interrupt finishes within the answer timeout, unknown", async () => {
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    cleanup.push(() => {
+      silent.closeAllConnections();
+      return new Promise((r) => silent.close(() => r()));
+    });
+    const { agent, fake, setup } = await env(db, { agentAnswerTimeoutMs: 400 });
+    const d = uniqueSleep();
+    fake.script({
+      toolCalls: [{ id: "x", name: "execute", args: { command: `sleep ${d}`, timeout: "60s" } }],
+    });
+    const chatId = await startChat(db(), setup, "go");
+    const p = await running(agent, `sleep ${d}`);
+    const port = (silent.address() as { port: number }).port;
+    await db().query("UPDATE workspaces SET agent_url = $2 WHERE id = $1", [
+      setup.workspaceId,
+      `http://127.0.0.1:${port}`,
+    ]);
+    const asked = Date.now();
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(Date.now() - asked).toBeLessThan(3_000);
+    expect(chat.status).toBe("waiting");
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "unknown", reason: "agent_no_answer", process_id: p.id }),
+    ]);
+    await agent.client.signalProcess(p.id, "kill");
+  });
+
+  it("keeps the text the model streamed before the interrupt as a partial assistant message", async () => {
+    const buffer = new StreamBuffer();
+    const { fake, setup } = await env(db, { buffer });
+    fake.script({ text: "Let me think about this carefully", hangAfterChunks: 3 });
+    const chatId = await startChat(db(), setup, "go");
+    await until(() => buffer.parts(chatId).some((e) => e.part.type === "text-delta"), 10_000);
+    await new Promise((r) => setTimeout(r, 50));
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
+    const text = history[1]!.content.find((p) => p.type === "text");
+    expect(text).toMatchObject({ type: "text", text: expect.stringMatching(/^Let/) });
+    expect(history[1]!.runtimeMs).toBeGreaterThan(0);
+    expect(buffer.parts(chatId)).toEqual([]);
+  });
+
+  it("an interrupt with nothing streamed and no calls just ends the turn", async () => {
+    const buffer = new StreamBuffer();
+    const { fake, setup } = await env(db, { buffer });
+    fake.script({ text: "never", hangAfterChunks: 0 });
+    const chatId = await startChat(db(), setup, "go");
+    await until(() => fake.requests.length === 1, 10_000);
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(history.map((m) => m.role)).toEqual(["user"]);
+  });
+});
