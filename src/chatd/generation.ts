@@ -6,19 +6,19 @@
 import { streamText, type LanguageModel } from "ai";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId } from "../contract/index.ts";
-import { unionMs, type Interval } from "./billing.ts";
+import { batchMessages, toolCallAgeMs } from "./batch.ts";
+import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import {
   unresolvedToolCalls,
   type ChatMessage,
   type MessagePart,
-  type NewMessage,
   type ToolCallPart,
 } from "./messages.ts";
 import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
 import type { StreamBuffer } from "./stream.ts";
-import { runTool, toolDeclarations, truncateToolResult, type ToolOutcome } from "./tools/index.ts";
+import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import { commitStep, finishTurn, readForTask, recordGenerationAttempt } from "./transitions.ts";
 
 export interface GenerationDeps {
@@ -147,11 +147,7 @@ async function runBatch(
   signal: AbortSignal,
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
-  const age = await deps.db.query<{ age_ms: number }>(
-    "SELECT (extract(epoch FROM now() - created_at) * 1000)::float8 AS age_ms FROM chat_messages WHERE id = $1",
-    [message.id],
-  );
-  const toolCallAgeMs = age.rows[0]?.age_ms ?? 0;
+  const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
   const messageId = toMessageId(message.id)!;
   // This replica's live record of the batch, for billing an interrupted batch (CHATD.md 9).
@@ -181,7 +177,7 @@ async function runBatch(
           client,
           chatId,
           messageId,
-          toolCallAgeMs,
+          toolCallAgeMs: ageMs,
           clock: deps.clock,
           agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
           signal,
@@ -202,31 +198,15 @@ async function runBatch(
       return outcome;
     }),
   );
-  const messages: NewMessage[] = calls.map((call, i) => ({
-    role: "tool",
-    visibility: "both",
-    content: [
-      {
-        type: "tool-result",
-        tool_call_id: call.toolCallId,
-        tool_name: call.toolName,
-        result: truncateToolResult(outcomes[i]!.result, deps.toolResultBudgetBytes),
-        is_error: outcomes[i]!.result.status === "error",
-      },
-    ],
-  }));
   const billed: Interval[] = outcomes
     .filter((o) => o.billable)
     .map((o) => ({ start: o.startedAt, end: o.endedAt }));
-  const billedMs = Math.round(unionMs(billed));
-  if (billedMs > 0) {
-    messages.push({
-      role: "tool",
-      visibility: "model",
-      content: [{ type: "tool-batch-usage", billed_ms: billedMs, billed_calls: billed.length }],
-      runtimeMs: billedMs,
-    });
-  }
+  const messages = batchMessages(
+    calls,
+    outcomes.map((o) => o.result),
+    deps.toolResultBudgetBytes,
+    billed,
+  );
   await commitStep(deps.db, fence, messages);
   deps.buffer.endBatch(chat.id);
 }

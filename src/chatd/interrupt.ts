@@ -3,18 +3,14 @@
 // the real outcomes, the interrupted batch's usage (CHATD.md 9) and the end of the turn at once.
 
 import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts";
-import { unionMs, type Interval } from "./billing.ts";
+import { batchMessages, toolCallAgeMs } from "./batch.ts";
+import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps } from "./generation.ts";
 import type { ChatMessage, MessagePart, NewMessage, ToolCallPart } from "./messages.ts";
 import { unresolvedToolCalls } from "./messages.ts";
 import type { EpisodeView } from "./stream.ts";
-import {
-  errorResult,
-  interruptResult,
-  truncateToolResult,
-  type ToolResult,
-} from "./tools/index.ts";
+import { errorResult, interruptResult, type ToolResult } from "./tools/index.ts";
 import { finishInterruption, readForTask } from "./transitions.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
@@ -73,38 +69,20 @@ async function cancelBatch(
   interruptedAt: number,
 ): Promise<NewMessage[]> {
   const client = await deps.resolveAgent(chat);
-  const age = await deps.db.query<{ age_ms: number }>(
-    "SELECT (extract(epoch FROM now() - created_at) * 1000)::float8 AS age_ms FROM chat_messages WHERE id = $1",
-    [open.message.id],
-  );
-  const toolCallAgeMs = age.rows[0]?.age_ms ?? 0;
+  const ageMs = await toolCallAgeMs(deps.db, open.message.id);
   // A call counts as started unless its cancel proves it never reached the agent.
   const started: boolean[] = open.calls.map(() => true);
   const results = await Promise.all(
     open.calls.map((call, i) =>
-      resultFor(deps, client, chat, open.message, toolCallAgeMs, signal, call, (s) => {
+      resultFor(deps, client, chat, open.message, ageMs, signal, call, (s) => {
         started[i] = s;
       }),
     ),
   );
-  const messages: NewMessage[] = open.calls.map((call, i) => ({
-    role: "tool",
-    visibility: "both",
-    content: [
-      {
-        type: "tool-result",
-        tool_call_id: call.toolCallId,
-        tool_name: call.toolName,
-        result: truncateToolResult(results[i]!, deps.toolResultBudgetBytes),
-        is_error: results[i]!.status === "error",
-      },
-    ],
-  }));
-
   // Without this replica's live stamps of the batch, it bills nothing (CHATD.md 9).
   const stamps = deps.buffer.batch(chat.id, fence.historyVersion);
+  const billed: Interval[] = [];
   if (stamps) {
-    const billed: Interval[] = [];
     open.calls.forEach((call, i) => {
       const s = stamps.get(call.toolCallId);
       if (!s) return; // never started on this replica
@@ -114,17 +92,8 @@ async function cancelBatch(
         billed.push({ start: s.startedAt, end: interruptedAt });
       }
     });
-    const billedMs = Math.round(unionMs(billed));
-    if (billedMs > 0) {
-      messages.push({
-        role: "tool",
-        visibility: "model",
-        content: [{ type: "tool-batch-usage", billed_ms: billedMs, billed_calls: billed.length }],
-        runtimeMs: billedMs,
-      });
-    }
   }
-  return messages;
+  return batchMessages(open.calls, results, deps.toolResultBudgetBytes, billed);
 }
 
 async function resultFor(
