@@ -3,7 +3,7 @@ import { z } from "zod";
 import { TOOL_INPUTS, TOOL_NAMES, sendsToolCallHeaders, toolDeclarations } from "./declarations.ts";
 
 describe("tool declarations", () => {
-  it("DeclareEveryToolWithADescriptionAndSchemaButNoExecute", () => {
+  it("declare every tool with a description and schema but no execute", () => {
     const tools = toolDeclarations();
     expect(Object.keys(tools)).toEqual([...TOOL_NAMES]);
     expect(TOOL_NAMES).toEqual([
@@ -23,7 +23,7 @@ describe("tool declarations", () => {
     }
   });
 
-  it("OnlySideEffectToolsSendToolCallHeaders", () => {
+  it("only side effect tools send tool call headers", () => {
     const sends = TOOL_NAMES.filter((n) => sendsToolCallHeaders(n));
     expect(sends).toEqual(["execute", "write_file", "edit_files"]);
     expect(sendsToolCallHeaders("no_such_tool")).toBe(false);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_DURATION_MS, formatDuration, parseDuration } from "./duration.ts";
 
 describe("parseDuration", () => {
-  it("ParsesUnitsAndCombinationsLargestFirst", () => {
+  it("parses units and combinations largest first", () => {
     const cases: [string, number][] = [
       ["0s", 0],
       ["10s", 10_000],
@@ -17,7 +17,7 @@ describe("parseDuration", () => {
     for (const [text, ms] of cases) expect(parseDuration(text), text).toEqual({ ok: true, ms });
   });
 
-  it("RefusesWhatIsNotADurationWithAMessageTheModelCanActOn", () => {
+  it("refuses what is not a duration with a message the model can act on", () => {
     const cases: [string, string][] = [
       ["", "empty"],
       ["10", "no unit"],
@@ -38,7 +38,7 @@ describe("parseDuration", () => {
     }
   });
 
-  it("FormatsForNotes", () => {
+  it("formats for notes", () => {
     expect(formatDuration(250)).toBe("250ms");
     expect(formatDuration(10_000)).toBe("10s");
     expect(formatDuration(5_400_000)).toBe("1h30m");

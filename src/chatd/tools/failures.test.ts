@@ -9,7 +9,7 @@ const startAgent = useAgents();
 const { fake, closedPort } = useFakeAgents();
 
 describe("results when the agent fails", () => {
-  it("UnreachableAgentIsUnknownAgentUnreachableAtOnce", async () => {
+  it("unreachable agent is unknown agent unreachable at once", async () => {
     const client = new AgentClient({ baseUrl: await closedPort() });
     const ctx = toolContext(client);
     const began = Date.now();
@@ -28,7 +28,7 @@ describe("results when the agent fails", () => {
     expect(Date.now() - began).toBeLessThan(1_000);
   });
 
-  it("SilentAgentIsUnknownAgentNoAnswerWithinTheAnswerTimeout", async () => {
+  it("silent agent is unknown agent no answer within the answer timeout", async () => {
     const silent = await fake(() => undefined); // accepts, never answers
     const ctx = toolContext(silent.client, { agentAnswerTimeoutMs: 300 });
     const began = Date.now();
@@ -44,7 +44,7 @@ describe("results when the agent fails", () => {
     expect(Date.now() - began).toBeLessThan(1_000);
   });
 
-  it("StaleRefusalThrowsStaleToolCallErrorAndStartsNothing", async () => {
+  it("stale refusal throws stale tool call error and starts nothing", async () => {
     const agent = await startAgent();
     const ctx = toolContext(agent.client, { messageId: toMessageId(2)! });
     await runTool(ctx, {
@@ -59,7 +59,7 @@ describe("results when the agent fails", () => {
     expect((await agent.client.listProcesses()).processes).toEqual([]);
   });
 
-  it("InputMismatchIsUnknownNotRepeated", async () => {
+  it("input mismatch is unknown not repeated", async () => {
     const agent = await startAgent();
     const ctx = toolContext(agent.client);
     const file = `${agent.dir}/m.txt`;
@@ -77,7 +77,7 @@ describe("results when the agent fails", () => {
     expect(out.billable).toBe(false);
   });
 
-  it("AgentWithoutTheContractIsUsedWithTheIdItGives", async () => {
+  it("agent without the contract is used with the id it gives", async () => {
     const legacy = await fake((req, res) => {
       if (req.url === "/api/v0/processes/start") json(res, 200, { id: "legacy-1", started: true });
       else if (req.url.startsWith("/api/v0/processes/legacy-1/output"))
@@ -102,7 +102,7 @@ describe("results when the agent fails", () => {
     expect(bg.result).toMatchObject({ status: "background", process_id: "legacy-1" });
   });
 
-  it("AgentThatDoesNotWaitIsPolledUntilTheDeadline", async () => {
+  it("agent that does not wait is polled until the deadline", async () => {
     const legacy = await fake((req, res) => {
       if (req.url === "/api/v0/processes/start") json(res, 200, { id: "legacy-2", started: true });
       else json(res, 200, { output: "partial", running: true });
@@ -121,7 +121,7 @@ describe("results when the agent fails", () => {
     expect(legacy.requests.length).toBeLessThan(8);
   });
 
-  it("TimedOutIsNeverClaimedWhenTheFinalReadFails", async () => {
+  it("timed out is never claimed when the final read fails", async () => {
     let uuid = "";
     const hangs = await fake((req, res) => {
       if (req.url === "/api/v0/processes/start") json(res, 200, { id: uuid, started: true });
@@ -144,7 +144,7 @@ describe("results when the agent fails", () => {
 });
 
 describe("input and headers", () => {
-  it("BadInputIsAnErrorNamingTheFieldWithoutAnyRequest", async () => {
+  it("bad input is an error naming the field without any request", async () => {
     const agent = await fake((_req, res) => json(res, 500, { message: "must not be called" }));
     const ctx = toolContext(agent.client);
     const cases: [string, unknown, string][] = [
@@ -169,7 +169,7 @@ describe("input and headers", () => {
     expect(agent.requests).toEqual([]);
   });
 
-  it("SideEffectToolsSendToolCallHeadersAndReadsSendOnlyTheChat", async () => {
+  it("side effect tools send tool call headers and reads send only the chat", async () => {
     const agent = await fake((req, res) => {
       if (req.url.startsWith("/api/v0/processes/start")) json(res, 200, { id: "p", started: true });
       else if (req.url.startsWith("/api/v0/processes/list")) json(res, 200, { processes: [] });

@@ -9,7 +9,7 @@ import { toolContext } from "./testing.ts";
 const startAgent = useAgents();
 
 describe("file tools on a real agent", () => {
-  it("WriteFileIsAppliedAndReadFileReadsItBack", async () => {
+  it("write file is applied and read file reads it back", async () => {
     const agent = await startAgent();
     const ctx = toolContext(agent.client);
     const file = path.join(agent.dir, "a", "b.txt");
@@ -45,7 +45,7 @@ describe("file tools on a real agent", () => {
     expect(read.note).toContain("offset 3");
   });
 
-  it("ReadFileOfADirectoryGivesItsListing", async () => {
+  it("read file of a directory gives its listing", async () => {
     const agent = await startAgent();
     await writeFile(path.join(agent.dir, "x.txt"), "x");
     const out = await runTool(toolContext(agent.client), {
@@ -60,7 +60,7 @@ describe("file tools on a real agent", () => {
     });
   });
 
-  it("ReadFileErrorsAreErrorsWithTheAgentsMessage", async () => {
+  it("read file errors are errors with the agents message", async () => {
     const agent = await startAgent();
     const ctx = toolContext(agent.client);
     const missing = await runTool(ctx, {
@@ -79,7 +79,7 @@ describe("file tools on a real agent", () => {
     expect(relative.result.message).toContain("absolute");
   });
 
-  it("EditFilesIsAppliedOnceWithADiffAndARetryReplaysIt", async () => {
+  it("edit files is applied once with a diff and a retry replays it", async () => {
     const agent = await startAgent();
     const file = path.join(agent.dir, "e.txt");
     await writeFile(file, "x\n");
@@ -98,7 +98,7 @@ describe("file tools on a real agent", () => {
     expect(await readFile(file, "utf8")).toBe("xx\n");
   });
 
-  it("EditFilesThatFailsAppliesNothing", async () => {
+  it("edit files that fails applies nothing", async () => {
     const agent = await startAgent();
     const a = path.join(agent.dir, "a.txt");
     const b = path.join(agent.dir, "b.txt");
@@ -122,7 +122,7 @@ describe("file tools on a real agent", () => {
     expect(await readFile(b, "utf8")).toBe("beta\n");
   });
 
-  it("WriteAfterAnAgentRestartIsUnknownAndSaysCheckTheFile", async () => {
+  it("write after an agent restart is unknown and says check the file", async () => {
     const agent = await startAgent();
     const file = path.join(agent.dir, "late.txt");
     const out = await runTool(toolContext(agent.client, { toolCallAgeMs: 120_000 }), {

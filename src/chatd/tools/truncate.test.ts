@@ -5,13 +5,13 @@ import { DEFAULT_TOOL_RESULT_BUDGET_BYTES, truncateToolResult } from "./truncate
 const size = (r: unknown) => Buffer.byteLength(JSON.stringify(r));
 
 describe("truncateToolResult", () => {
-  it("LeavesAResultThatFitsUntouched", () => {
+  it("leaves a result that fits untouched", () => {
     const r: ToolResult = { status: "completed", exit_code: 0, output: "ok", wall_duration_ms: 1 };
     expect(truncateToolResult(r, 1_000)).toBe(r);
     expect(DEFAULT_TOOL_RESULT_BUDGET_BYTES).toBeGreaterThan(1_000);
   });
 
-  it("KeepsTheHeadTwoThirdsAndTheTailOneThirdWithAMarker", () => {
+  it("keeps the head two thirds and the tail one third with a marker", () => {
     const output = "H".repeat(6_000) + "M".repeat(6_000) + "T".repeat(6_000);
     const r: ToolResult = { status: "completed", exit_code: 0, output, wall_duration_ms: 5 };
     const cut = truncateToolResult(r, 3_000);
@@ -27,7 +27,7 @@ describe("truncateToolResult", () => {
     expect(r.output).toBe(output); // the input is not changed
   });
 
-  it("CutsTheLargestStringEvenInsideArraysAndNeverSplitsACharacter", () => {
+  it("cuts the largest string even inside arrays and never splits a character", () => {
     const diff = "é".repeat(5_000);
     const r: ToolResult = { status: "applied", files: [{ path: "/a", diff }] };
     const cut = truncateToolResult(r, 2_000);
@@ -39,7 +39,7 @@ describe("truncateToolResult", () => {
     expect(cut.files![0]!.path).toBe("/a");
   });
 
-  it("AccountsForJsonEscapes", () => {
+  it("accounts for json escapes", () => {
     const output = "\u0001".repeat(10_000); // 6 bytes each in JSON
     const r: ToolResult = { status: "completed", exit_code: 0, output, wall_duration_ms: 0 };
     expect(size(truncateToolResult(r, 4_000))).toBeLessThanOrEqual(4_000);
