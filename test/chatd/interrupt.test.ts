@@ -3,6 +3,7 @@
 // its process running, and must end in `waiting` with one honest result per call.
 
 import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import http from "node:http";
 import { randomInt } from "node:crypto";
 import { afterEach, expect, it } from "vitest";
@@ -200,5 +201,70 @@ describeDatabases("interrupt", (db) => {
     const { chat, history } = await settle(db(), chatId);
     expect(chat.status).toBe("waiting");
     expect(history.map((m) => m.role)).toEqual(["user"]);
+  });
+});
+
+describeDatabases("interrupt before the agent receives the call", (db) => {
+  it("US10: the result is not run, and the start still in transit gets tool_call_canceled and runs nothing", async () => {
+    const { fake, setup, agent } = await env(db);
+    // A proxy in front of the agent that holds every start (it is still in transit) and
+    // passes everything else through; it records what the agent answers to each start.
+    const held: (() => void)[] = [];
+    const startAnswers: string[] = [];
+    const proxy = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const forward = () => {
+          const { connection: _c, host: _h, ...headers } = req.headers;
+          const out = http.request(
+            new URL(req.url!, agent.url),
+            { method: req.method, headers, agent: false },
+            (up) => {
+              const body: Buffer[] = [];
+              up.on("data", (c: Buffer) => body.push(c));
+              up.on("end", () => {
+                const text = Buffer.concat(body);
+                if (req.url === "/api/v0/processes/start")
+                  startAnswers.push(`${up.statusCode} ${text.toString()}`);
+                if (res.destroyed) return; // the sender stopped waiting long ago
+                res.writeHead(up.statusCode ?? 502, up.headers);
+                res.end(text);
+              });
+            },
+          );
+          out.on("error", () => res.destroy());
+          out.end(Buffer.concat(chunks));
+        };
+        if (req.url === "/api/v0/processes/start") held.push(forward);
+        else forward();
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    cleanup.push(() => {
+      proxy.closeAllConnections();
+      return new Promise<void>((r) => proxy.close(() => r()));
+    });
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    await db().query("UPDATE workspaces SET agent_url = $2 WHERE id = $1", [
+      setup.workspaceId,
+      proxyUrl,
+    ]);
+    const marker = `${agent.dir}/ran.txt`;
+    fake.script(
+      { toolCalls: [{ id: "x", name: "execute", args: { command: `touch ${marker}` } }] },
+      { text: "ok" },
+    );
+    const chatId = await startChat(db(), setup, "go");
+    await until(() => held.length === 1, 10_000);
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(results(history)).toEqual([expect.objectContaining({ status: "not_run" })]);
+    held.splice(0).forEach((forward) => forward());
+    await until(() => startAnswers.length === 1, 5_000);
+    expect(startAnswers[0]).toMatch(/^409 .*"code":"tool_call_canceled"/);
+    expect(existsSync(marker)).toBe(false);
+    expect((await agent.client.listProcesses()).processes).toEqual([]);
   });
 });
