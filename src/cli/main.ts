@@ -3,7 +3,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runAgent } from "./agent.ts";
 import { runChat } from "./chat.ts";
-import { runServer } from "./server.ts";
+import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
 
 function listenArg(value: string): string {
@@ -68,18 +68,9 @@ export async function main(argv: string[]): Promise<void> {
       positiveInt,
     )
     .action(
-      async (o: {
-        listen: string;
-        postgresUrl?: string;
-        dataDir: string;
-        workspaceDir?: string;
-        localWorkspace: boolean;
-        model?: string;
-        modelBaseUrl?: string;
-        leaseMs?: number;
-        heartbeatMs?: number;
-        agentAnswerTimeoutMs?: number;
-      }) => {
+      async (
+        o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },
+      ) => {
         await runServer({
           ...o,
           workspaceDir: o.workspaceDir ?? process.cwd(),

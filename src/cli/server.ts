@@ -134,22 +134,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     onError: (err, ctx) => log.warn({ err, ...ctx }, "worker"),
   });
 
-  const api = await createApi({
-    db,
-    buffer,
-    defaultModelConfigId: async () =>
-      (
-        await db.query<{ id: string }>(
-          "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
-        )
-      ).rows[0]?.id ?? null,
-    defaultWorkspaceId: async () =>
-      (
-        await db.query<{ id: string }>(
-          "SELECT id FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
-        )
-      ).rows[0]?.id ?? null,
-  });
+  // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
+  const api = await createApi({ db, buffer });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.

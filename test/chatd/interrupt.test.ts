@@ -6,35 +6,16 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
 import { randomInt } from "node:crypto";
-import { afterEach, expect, it } from "vitest";
-import type { Database } from "../../src/chatd/db/index.ts";
+import { expect, it } from "vitest";
 import type { ChatMessage } from "../../src/chatd/messages.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { interrupt } from "../../src/chatd/transitions.ts";
-import type { WorkerOptions } from "../../src/chatd/worker/worker.ts";
 import type { ProcessInfo } from "../../src/contract/index.ts";
-import { startTestAgent, until, type TestAgent } from "../support/agent.ts";
-import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";
+import { until, type TestAgent } from "../support/agent.ts";
+import { results, settle, startChat, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
-import { startFakeProvider } from "../support/fake-provider.ts";
 
-let cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
-
-async function env(db: () => Database, workerOptions: Partial<WorkerOptions> = {}) {
-  const agent = await startTestAgent();
-  cleanup.push(() => agent.close());
-  const fake = await startFakeProvider();
-  cleanup.push(() => fake.close());
-  const setup = await seed(db(), { agentUrl: agent.url, providerUrl: fake.url });
-  const worker = testWorker(db(), workerOptions);
-  await worker.start();
-  cleanup.push(() => worker.stop());
-  return { agent, fake, setup, worker };
-}
+const { env, cleanup } = useLoops();
 
 /** A sleep duration no other test uses, so pgrep finds only this test's process. */
 function uniqueSleep(): string {

@@ -3,30 +3,14 @@
 
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
-import { startTestAgent, type TestAgent } from "../support/agent.ts";
-import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";
+import type { TestAgent } from "../support/agent.ts";
+import { results, settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
-import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
+import type { FakeProvider } from "../support/fake-provider.ts";
 
-let cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
-
-async function env(db: () => import("../../src/chatd/db/index.ts").Database, workerOptions = {}) {
-  const agent = await startTestAgent();
-  cleanup.push(() => agent.close());
-  const fake = await startFakeProvider();
-  cleanup.push(() => fake.close());
-  const setup = await seed(db(), { agentUrl: agent.url, providerUrl: fake.url });
-  const worker = testWorker(db(), workerOptions);
-  await worker.start();
-  cleanup.push(() => worker.stop());
-  return { agent, fake, setup, worker };
-}
+const { env, cleanup } = useLoops();
 
 /** The text of the last tool result the model was sent, parsed. */
 function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {

@@ -3,6 +3,9 @@
 // worker with short timings. Everything it starts, `close()` stops.
 
 import { randomUUID } from "node:crypto";
+import { afterEach } from "vitest";
+import { startTestAgent } from "./agent.ts";
+import { startFakeProvider } from "./fake-provider.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions.ts";
@@ -114,4 +117,27 @@ export function results(history: ChatMessage[]): Record<string, unknown>[] {
       p.type === "tool-result" ? [p.result as Record<string, unknown>] : [],
     ),
   );
+}
+
+/**
+ * For a test file: `env(db)` starts a real agent, the fake provider, the rows and a started
+ * worker; `cleanup` holds what to stop, run in reverse after each test, even when it fails.
+ */
+export function useLoops() {
+  const cleanup: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+  const env = async (db: () => Database, workerOptions: Partial<WorkerOptions> = {}) => {
+    const agent = await startTestAgent();
+    cleanup.push(() => agent.close());
+    const fake = await startFakeProvider();
+    cleanup.push(() => fake.close());
+    const setup = await seed(db(), { agentUrl: agent.url, providerUrl: fake.url });
+    const worker = testWorker(db(), workerOptions);
+    await worker.start();
+    cleanup.push(() => worker.stop());
+    return { agent, fake, setup, worker };
+  };
+  return { env, cleanup };
 }
