@@ -190,6 +190,13 @@ describe("fake OpenAI-compatible provider", () => {
     expect(r.text).toBe(FAKE_DEFAULT_TEXT);
   });
 
+  it("a responder answers what the script leaves, from each request", async () => {
+    fake.script({ text: "scripted" });
+    fake.respond((req) => ({ text: `seen ${req.messages.length}` }));
+    expect((await stream([{ role: "user", content: "a" }])).text).toBe("scripted");
+    expect((await stream([{ role: "user", content: "b" }])).text).toBe("seen 1");
+  });
+
   it("a non-streaming request gets a chat.completion with tool calls and usage", async () => {
     fake.script({ text: "Reading.", toolCalls: [{ name: "read_file", args: { path: "a.txt" } }] });
     const r = await generateText({ model: model(), prompt: "read a.txt", tools: TOOLS });

@@ -78,6 +78,8 @@ export interface FakeProvider {
   requests: FakeChatRequest[];
   /** Queues responses, used one per request in order. */
   script(...steps: FakeScriptEntry[]): void;
+  /** Answers every request the script leaves unanswered (default: {@link FAKE_DEFAULT_TEXT}). */
+  respond(fallback: (request: FakeChatRequest) => FakeStep): void;
   /** Stops the server and drops every open connection, hanging ones included. */
   close(): Promise<void>;
 }
@@ -237,6 +239,7 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
 export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: FakeScriptEntry[] = [];
   const requests: FakeChatRequest[] = [];
+  let fallback: (request: FakeChatRequest) => FakeStep = () => ({ text: FAKE_DEFAULT_TEXT });
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
@@ -253,7 +256,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
     const request = parsed.data;
     requests.push(request);
-    const entry = queue.shift() ?? { text: FAKE_DEFAULT_TEXT };
+    const entry = queue.shift() ?? fallback;
     const step = typeof entry === "function" ? entry(request) : entry;
     const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
     if (request.stream === true) await streamAnswer(res, step, request, ids);
@@ -276,6 +279,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     script: (...steps) => void queue.push(...steps),
+    respond: (f) => {
+      fallback = f;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()));
