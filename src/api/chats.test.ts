@@ -185,7 +185,7 @@ describeDatabases("chats", (db) => {
     expect((messages[2]!.parts as { type: string }[]).map((p) => p.type)).toEqual(["tool-result"]);
   });
 
-  it("bad input is a 400 naming the field; unknown IDs are 404; editing answers 501", async () => {
+  it("bad input is a 400 naming the field; unknown IDs are 404", async () => {
     const chat = await createChat(api.memberToken);
     const url = `/api/v1/chats/${chat.id as string}/messages`;
     const cases: [string, string, unknown, string][] = [
@@ -229,7 +229,91 @@ describeDatabases("chats", (db) => {
       token: api.memberToken,
       body: { text: "x" },
     });
-    expect(edit.status).toBe(501);
-    expect(edit.body.message).toEqual(expect.any(String));
+    expect(edit.status).toBe(404);
+    expect(edit.body.message).toBe("Message 1 is not in the chat's history.");
+  });
+
+  const history = async (id: string): Promise<Record<string, unknown>[]> => {
+    const r = await api.request("GET", `/api/v1/chats/${id}/messages`, { token: api.memberToken });
+    return r.body.messages as Record<string, unknown>[];
+  };
+
+  it("editing a user message of an idle chat discards what followed and runs again from the edit", async () => {
+    const chat = await createChat(api.memberToken, { message: "first" });
+    const id = chat.id as string;
+    const [first] = await history(id);
+    await insertMessage(db(), id, {
+      role: "assistant",
+      visibility: "both",
+      content: [{ type: "text", text: "answer" }],
+      runtime_ms: 40,
+    });
+    await db().query("UPDATE chats SET status = 'waiting' WHERE id = $1", [id]);
+
+    const assistant = (await history(id))[1]!;
+    const notUser = await api.request(
+      "PATCH",
+      `/api/v1/chats/${id}/messages/${assistant.id as string}`,
+      {
+        token: api.memberToken,
+        body: { text: "x" },
+      },
+    );
+    expect(notUser.status).toBe(400);
+    expect(notUser.body.message).toContain("only user messages can be edited");
+
+    const edit = await api.request("PATCH", `/api/v1/chats/${id}/messages/${first!.id as string}`, {
+      token: api.memberToken,
+      body: { text: "second thoughts" },
+    });
+    expect(edit.status).toBe(200);
+    expect(edit.body).toEqual({ message_id: expect.stringMatching(/^[0-9]+$/), queued: false });
+    const after = await history(id);
+    expect(after).toEqual([
+      expect.objectContaining({
+        id: edit.body.message_id,
+        parts: [{ type: "text", text: "second thoughts" }],
+      }),
+    ]);
+    const rows = await db().query<{ deleted: boolean; revision: number; created_by: string }>(
+      "SELECT deleted, revision, created_by FROM chat_messages WHERE chat_id = $1 ORDER BY id",
+      [id],
+    );
+    expect(rows.rows.map((r) => [r.deleted, r.revision])).toEqual([
+      [true, 0],
+      [true, 0],
+      [false, 1],
+    ]);
+    expect(
+      (await api.request("GET", `/api/v1/chats/${id}`, { token: api.memberToken })).body.status,
+    ).toBe("running");
+    // What the discarded branch spent stays billed.
+    const usage = await api.request("GET", `/api/v1/chats/${id}/usage`, { token: api.memberToken });
+    expect(usage.body.model_runtime_ms).toBe(40);
+  });
+
+  it("editing while the chat runs interrupts it and queues the edit until the interruption ends", async () => {
+    const chat = await createChat(api.memberToken, { message: "first" });
+    const id = chat.id as string;
+    const [first] = await history(id);
+    const url = `/api/v1/chats/${id}/messages/${first!.id as string}`;
+    const edit = await api.request("PATCH", url, { token: api.memberToken, body: { text: "one" } });
+    expect(edit.status).toBe(200);
+    expect(edit.body).toEqual({ queued: true });
+    const again = await api.request("PATCH", url, {
+      token: api.memberToken,
+      body: { text: "two" },
+    });
+    expect(again.body).toEqual({ queued: true });
+    expect(
+      (await api.request("GET", `/api/v1/chats/${id}`, { token: api.memberToken })).body.status,
+    ).toBe("interrupting");
+    // The newer edit replaced the older one; the history is untouched until the interrupt ends.
+    const queued = await db().query(
+      "SELECT content, edit_of FROM chat_queued_messages WHERE chat_id = $1",
+      [id],
+    );
+    expect(queued.rows).toEqual([{ content: [{ type: "text", text: "two" }], edit_of: first!.id }]);
+    expect(await history(id)).toHaveLength(1);
   });
 });

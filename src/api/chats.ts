@@ -6,10 +6,17 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { rowToChat, type Chat } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
-import { createChat, interrupt, loadChat, sendMessage } from "../chatd/transitions.ts";
+import {
+  createChat,
+  editMessage,
+  interrupt,
+  loadChat,
+  sendMessage,
+  type SendResult,
+} from "../chatd/transitions.ts";
 import type { ApiContext } from "./app.ts";
 import { caller } from "./auth.ts";
-import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
+import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { findWorkspace } from "./workspaces.ts";
 
@@ -69,6 +76,12 @@ async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<st
   return r.rows[0]?.id ?? null;
 }
 
+function sentView(sent: SendResult): { message_id?: string; queued: boolean } {
+  return sent.messageId === undefined
+    ? { queued: sent.queued }
+    : { message_id: sent.messageId, queued: sent.queued };
+}
+
 export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/chats", async (request, reply) => {
     const { user } = caller(request);
@@ -104,9 +117,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = parse(SendBody, request.body, "body");
     await ownedChat(ctx, user, id);
     const sent = await sendMessage(ctx.db, id, user.id, body.text, body.busy_behavior ?? "queue");
-    const answer: { message_id?: string; queued: boolean } = { queued: sent.queued };
-    if (sent.messageId !== undefined) answer.message_id = sent.messageId;
-    return reply.code(202).send(answer);
+    return reply.code(202).send(sentView(sent));
   });
 
   app.get("/api/v1/chats/:id/messages", async (request) => {
@@ -118,16 +129,14 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return { messages: r.rows.map((row) => messageView(rowToMessage(row))) };
   });
 
+  // An edit of a busy chat interrupts it and waits in the queue (`queued: true`) until the
+  // running calls have their results; an idle chat starts again from the edit at once.
   app.patch("/api/v1/chats/:id/messages/:message_id", async (request) => {
     const { user } = caller(request);
-    const { id } = parse(MessageParams, request.params, "path");
-    parse(z.object({ text: MessageText }), request.body, "body");
+    const { id, message_id } = parse(MessageParams, request.params, "path");
+    const body = parse(z.object({ text: MessageText }), request.body, "body");
     await ownedChat(ctx, user, id);
-    throw new ApiError(
-      501,
-      "Editing a message is not supported yet.",
-      "Send a new message instead; editing arrives with a later version.",
-    );
+    return sentView(await editMessage(ctx.db, id, user.id, message_id, body.text));
   });
 
   app.post("/api/v1/chats/:id/interrupt", async (request, reply) => {

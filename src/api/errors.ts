@@ -4,7 +4,7 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { ChatNotFoundError } from "../chatd/chats.ts";
+import { ChatNotFoundError, MessageNotEditableError } from "../chatd/chats.ts";
 
 export interface ErrorBody {
   message: string;
@@ -15,7 +15,7 @@ export interface ErrorBody {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 501,
+    readonly status: 400 | 401 | 403 | 404 | 409,
     message: string,
     readonly detail?: string,
   ) {
@@ -93,6 +93,11 @@ export function handleError(
   }
   if (error instanceof ChatNotFoundError) {
     void reply.code(404).send({ message: `Chat ${error.chatId} not found.` });
+    return;
+  }
+  if (error instanceof MessageNotEditableError) {
+    const status = error.reason === "not_found" ? 404 : 400;
+    void reply.code(status).send({ message: error.message });
     return;
   }
   const status =

@@ -69,6 +69,21 @@ export class ChatNotFoundError extends Error {
   }
 }
 
+/** An edit names a message that is not one of the chat's user messages in its history. */
+export class MessageNotEditableError extends Error {
+  override readonly name = "MessageNotEditableError";
+  constructor(
+    readonly messageId: string,
+    readonly reason: "not_found" | "not_user_message",
+  ) {
+    super(
+      reason === "not_found"
+        ? `Message ${messageId} is not in the chat's history.`
+        : `Message ${messageId} is not a user message; only user messages can be edited.`,
+    );
+  }
+}
+
 /** Throws FenceError unless `chat` still matches `fence`. */
 export function checkFence(chat: Chat, fence: Fence): void {
   const why =

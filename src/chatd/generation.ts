@@ -12,8 +12,8 @@ import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import {
   unresolvedToolCalls,
+  AssistantParts,
   type ChatMessage,
-  type MessagePart,
   type ToolCallPart,
 } from "./messages.ts";
 import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
@@ -71,15 +71,7 @@ async function callModel(
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
   const model = await deps.resolveModel(chat);
-  const parts: MessagePart[] = [];
-  let text = "";
-  let reasoning = "";
-  const flushText = () => {
-    if (reasoning) parts.push({ type: "reasoning", text: reasoning });
-    if (text) parts.push({ type: "text", text });
-    text = "";
-    reasoning = "";
-  };
+  const parts = new AssistantParts();
   // The model window: from just before the stream opens until it is fully read.
   const opened = deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
@@ -95,28 +87,19 @@ async function callModel(
   for await (const p of result.fullStream) {
     switch (p.type) {
       case "text-delta":
-        text += p.text;
+        parts.text(p.text);
         deps.buffer.append(chat.id, { type: "text-delta", text: p.text });
         break;
       case "reasoning-delta":
-        reasoning += p.text;
+        parts.reasoning(p.text);
         deps.buffer.append(chat.id, { type: "reasoning-delta", text: p.text });
         break;
-      case "tool-call":
-        flushText();
-        parts.push({
-          type: "tool-call",
-          tool_call_id: p.toolCallId,
-          tool_name: p.toolName,
-          args: p.input,
-        });
-        deps.buffer.append(chat.id, {
-          type: "tool-call",
-          tool_call_id: p.toolCallId,
-          tool_name: p.toolName,
-          args: p.input,
-        });
+      case "tool-call": {
+        const call = { tool_call_id: p.toolCallId, tool_name: p.toolName, args: p.input };
+        parts.toolCall(call);
+        deps.buffer.append(chat.id, { type: "tool-call", ...call });
         break;
+      }
       case "finish":
         usage = {
           inputTokens: p.totalUsage.inputTokens ?? 0,
@@ -129,11 +112,11 @@ async function callModel(
         break;
     }
   }
-  flushText();
   const runtimeMs = deps.clock.now() - opened;
-  if (parts.length === 0) parts.push({ type: "text", text: "" });
+  const content = parts.parts();
+  if (content.length === 0) content.push({ type: "text", text: "" });
   await commitStep(deps.db, attemptFence, [
-    { role: "assistant", visibility: "both", content: parts, runtimeMs, ...usage },
+    { role: "assistant", visibility: "both", content, runtimeMs, ...usage },
   ]);
   deps.buffer.end(chat.id);
 }

@@ -7,10 +7,10 @@ import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps } from "./generation.ts";
-import type { ChatMessage, MessagePart, NewMessage, ToolCallPart } from "./messages.ts";
-import { unresolvedToolCalls } from "./messages.ts";
+import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
+import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import type { EpisodeView } from "./stream.ts";
-import { errorResult, interruptResult, type ToolResult } from "./tools/index.ts";
+import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
 import { finishInterruption, readForTask } from "./transitions.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
@@ -25,13 +25,13 @@ export async function interruptTask(
   const messages: NewMessage[] = [];
 
   const episode = deps.buffer.episode(chat.id);
-  const partial =
+  if (
     episode &&
     episode.historyVersion === fence.historyVersion &&
     episode.attempt === chat.generationAttempt
-      ? partialAssistant(episode, interruptedAt)
-      : undefined;
-  if (partial) messages.push(partial);
+  ) {
+    messages.push(...partialAssistant(deps, episode, interruptedAt));
+  }
 
   const open = unresolvedToolCalls(history);
   if (open) messages.push(...(await cancelBatch(deps, fence, chat, open, signal, interruptedAt)));
@@ -42,21 +42,40 @@ export async function interruptTask(
   deps.buffer.endBatch(chat.id);
 }
 
-/** The text the model streamed before the interrupt, or undefined when it streamed none. */
-function partialAssistant(episode: EpisodeView, interruptedAt: number): NewMessage | undefined {
-  let text = "";
-  let reasoning = "";
-  for (const e of episode.parts) {
-    if (e.part.type === "text-delta") text += e.part.text;
-    else if (e.part.type === "reasoning-delta") reasoning += e.part.text;
+/**
+ * What the model streamed before the interrupt, as an assistant message billed from stream
+ * open to the interrupt instant: its text, and the tool calls it completed, each with a "not
+ * run" result (a call runs only once its message is committed, so none reached the agent).
+ * Nothing when the model streamed nothing.
+ */
+function partialAssistant(
+  deps: GenerationDeps,
+  episode: EpisodeView,
+  interruptedAt: number,
+): NewMessage[] {
+  const parts = new AssistantParts();
+  const calls: ToolCallPart[] = [];
+  for (const { part } of episode.parts) {
+    if (part.type === "text-delta") parts.text(part.text);
+    else if (part.type === "reasoning-delta") parts.reasoning(part.text);
+    else if (part.type === "tool-call") {
+      parts.toolCall(part);
+      calls.push({ toolCallId: part.tool_call_id, toolName: part.tool_name, args: part.args });
+    }
   }
-  if (text === "") return undefined;
-  const content: MessagePart[] = [];
-  if (reasoning) content.push({ type: "reasoning", text: reasoning });
-  content.push({ type: "text", text });
+  const content = parts.parts();
+  if (!content.some((p) => p.type === "text" || p.type === "tool-call")) return [];
   const runtimeMs =
     episode.modelStartedAt === undefined ? 0 : Math.max(0, interruptedAt - episode.modelStartedAt);
-  return { role: "assistant", visibility: "both", content, runtimeMs };
+  return [
+    { role: "assistant", visibility: "both", content, runtimeMs },
+    ...batchMessages(
+      calls,
+      calls.map((c) => unsentResult(c.toolName)),
+      deps.toolResultBudgetBytes,
+      [],
+    ),
+  ];
 }
 
 /** One result message per unresolved call, in call order, then the usage record if billable. */

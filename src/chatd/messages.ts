@@ -39,10 +39,48 @@ export interface NewMessage {
   visibility: Visibility;
   content: MessagePart[];
   createdBy?: string | null;
+  /** An edited user message's revision: the replaced message's plus one. */
+  revision?: number;
   inputTokens?: number;
   outputTokens?: number;
   runtimeMs?: number;
   costMicros?: number;
+}
+
+/**
+ * Builds an assistant message's parts from streamed deltas, in stream order: text and
+ * reasoning runs are closed by a tool call, so the message reads as the model produced it.
+ */
+export class AssistantParts {
+  readonly #parts: MessagePart[] = [];
+  #text = "";
+  #reasoning = "";
+
+  text(delta: string): void {
+    this.#text += delta;
+  }
+
+  reasoning(delta: string): void {
+    this.#reasoning += delta;
+  }
+
+  toolCall(call: { tool_call_id: string; tool_name: string; args: unknown }): void {
+    this.#flush();
+    this.#parts.push({ type: "tool-call", ...call });
+  }
+
+  /** The parts so far (closing any open text run); empty when nothing was streamed. */
+  parts(): MessagePart[] {
+    this.#flush();
+    return [...this.#parts];
+  }
+
+  #flush(): void {
+    if (this.#reasoning) this.#parts.push({ type: "reasoning", text: this.#reasoning });
+    if (this.#text) this.#parts.push({ type: "text", text: this.#text });
+    this.#text = "";
+    this.#reasoning = "";
+  }
 }
 
 export interface ToolCallPart {

@@ -4,7 +4,14 @@
 // lock; a notification goes out on commit (pg_notify is delivered only if the commit happens).
 
 import { randomUUID } from "node:crypto";
-import { checkFence, ChatNotFoundError, rowToChat, type Chat, type Fence } from "./chats.ts";
+import {
+  checkFence,
+  ChatNotFoundError,
+  MessageNotEditableError,
+  rowToChat,
+  type Chat,
+  type Fence,
+} from "./chats.ts";
 import type { Database, Queryable } from "./db/index.ts";
 import {
   rowToMessage,
@@ -69,8 +76,8 @@ async function insertMessages(l: Locked, messages: NewMessage[]): Promise<ChatMe
   const inserted: ChatMessage[] = [];
   for (const m of messages) {
     const r = await l.tx.query(
-      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros, revision)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [
         l.chat.id,
         m.role,
@@ -81,6 +88,7 @@ async function insertMessages(l: Locked, messages: NewMessage[]): Promise<ChatMe
         m.outputTokens ?? 0,
         Math.round(m.runtimeMs ?? 0),
         m.costMicros ?? 0,
+        m.revision ?? 0,
       ],
     );
     inserted.push(rowToMessage(r.rows[0]!));
@@ -106,10 +114,6 @@ export async function loadHistory(q: Queryable, chatId: string): Promise<ChatMes
 export async function loadChat(q: Queryable, chatId: string): Promise<Chat | undefined> {
   const r = await q.query("SELECT * FROM chats WHERE id = $1", [chatId]);
   return r.rows[0] ? rowToChat(r.rows[0]) : undefined;
-}
-
-function userMessage(text: string, createdBy: string): NewMessage {
-  return { role: "user", visibility: "both", content: [{ type: "text", text }], createdBy };
 }
 
 /**
@@ -187,33 +191,118 @@ export async function sendMessage(
   busy: "queue" | "interrupt",
 ): Promise<SendResult> {
   return transition(db, chatId, async (l) => {
-    if (l.chat.status === "waiting" || l.chat.status === "error") {
-      await answerOutstanding(l);
-      const [m] = await insertMessages(l, [userMessage(text, userId)]);
-      await l.tx.query(
-        "UPDATE chats SET status = 'running', last_error = NULL, retry_state = NULL WHERE id = $1",
-        [chatId],
-      );
-      return { messageId: m!.id, queued: false };
+    if (isIdle(l.chat)) {
+      const m = await startTurn(l, { content: textContent(text), createdBy: userId });
+      return { messageId: m.id, queued: false };
     }
-    await l.tx.query(
-      "INSERT INTO chat_queued_messages (chat_id, content, created_by) VALUES ($1, $2, $3)",
-      [chatId, JSON.stringify([{ type: "text", text }]), userId],
-    );
-    await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [chatId, l.version]);
-    if (busy === "interrupt" && l.chat.status === "running") {
-      await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [chatId]);
-    }
+    await enqueue(l, { content: textContent(text), createdBy: userId });
+    if (busy === "interrupt") await askToStop(l);
     return { queued: true };
   });
+}
+
+/**
+ * Replaces user message `messageId` with `text` and discards the history after it (CHATD.md
+ * 3). An idle chat starts again from the edit at once; a busy one is interrupted first, so
+ * the running calls get their real results (canceled, not run, ...) before the branch they
+ * belong to is discarded, and the edit takes effect when the interruption ends. A newer edit
+ * replaces an edit still waiting.
+ */
+export async function editMessage(
+  db: Database,
+  chatId: string,
+  userId: string,
+  messageId: string,
+  text: string,
+): Promise<SendResult> {
+  return transition(db, chatId, async (l) => {
+    const r = await l.tx.query<{ role: string }>(
+      "SELECT role FROM chat_messages WHERE id = $1 AND chat_id = $2 AND NOT deleted AND visibility <> 'model'",
+      [messageId, chatId],
+    );
+    const target = r.rows[0];
+    if (!target) throw new MessageNotEditableError(messageId, "not_found");
+    if (target.role !== "user") throw new MessageNotEditableError(messageId, "not_user_message");
+    const edit = { content: textContent(text), createdBy: userId, editOf: messageId };
+    if (isIdle(l.chat)) {
+      const m = await startTurn(l, edit);
+      return { messageId: m.id, queued: false };
+    }
+    await l.tx.query(
+      "DELETE FROM chat_queued_messages WHERE chat_id = $1 AND edit_of IS NOT NULL",
+      [chatId],
+    );
+    await enqueue(l, edit);
+    await askToStop(l);
+    return { queued: true };
+  });
+}
+
+/** A user message to put in history, or an edit of `editOf`. */
+interface UserInput {
+  content: MessagePart[];
+  createdBy: string | null;
+  editOf?: string | null;
+}
+
+function textContent(text: string): MessagePart[] {
+  return [{ type: "text", text }];
+}
+
+function isIdle(chat: Chat): boolean {
+  return chat.status === "waiting" || chat.status === "error";
+}
+
+/**
+ * Puts a user message into history and runs the chat. Outstanding calls get a result first
+ * (C7); an edit then discards the replaced message and everything after it.
+ */
+async function startTurn(l: Locked, input: UserInput): Promise<ChatMessage> {
+  await answerOutstanding(l);
+  let revision = 0;
+  if (input.editOf) {
+    const replaced = await l.tx.query<{ id: string; revision: number }>(
+      "UPDATE chat_messages SET deleted = true WHERE chat_id = $1 AND id >= $2 AND NOT deleted RETURNING id, revision",
+      [l.chat.id, input.editOf],
+    );
+    const old = replaced.rows.find((m) => m.id === input.editOf);
+    revision = (old?.revision ?? 0) + 1;
+  }
+  const [m] = await insertMessages(l, [
+    {
+      role: "user",
+      visibility: "both",
+      content: input.content,
+      createdBy: input.createdBy,
+      revision,
+    },
+  ]);
+  await l.tx.query(
+    "UPDATE chats SET status = 'running', last_error = NULL, retry_state = NULL WHERE id = $1",
+    [l.chat.id],
+  );
+  return m!;
+}
+
+async function enqueue(l: Locked, input: UserInput): Promise<void> {
+  await l.tx.query(
+    "INSERT INTO chat_queued_messages (chat_id, content, created_by, edit_of) VALUES ($1, $2, $3, $4)",
+    [l.chat.id, JSON.stringify(input.content), input.createdBy, input.editOf ?? null],
+  );
+  await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [l.chat.id, l.version]);
+}
+
+async function askToStop(l: Locked): Promise<void> {
+  if (l.chat.status === "running") {
+    await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [l.chat.id]);
+  }
 }
 
 /** Asks a running chat to stop (CHATD.md 8); anything else is left as it is. */
 export async function interrupt(db: Database, chatId: string): Promise<Chat["status"]> {
   return transition(db, chatId, async (l) => {
-    if (l.chat.status !== "running") return l.chat.status;
-    await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [chatId]);
-    return "interrupting";
+    await askToStop(l);
+    return l.chat.status === "running" ? "interrupting" : l.chat.status;
   });
 }
 
@@ -339,21 +428,26 @@ export async function finishTurn(db: Database, fence: Fence): Promise<"running" 
   });
 }
 
+/** The next queued input (an edit before any message: it is what interrupted the turn). */
 async function popQueueOrWait(l: Locked): Promise<"running" | "waiting"> {
-  const next = await l.tx.query<{ id: string; content: MessagePart[]; created_by: string | null }>(
-    "DELETE FROM chat_queued_messages WHERE id = (SELECT id FROM chat_queued_messages WHERE chat_id = $1 ORDER BY id LIMIT 1) RETURNING id, content, created_by",
+  const next = await l.tx.query<{
+    content: MessagePart[];
+    created_by: string | null;
+    edit_of: string | null;
+  }>(
+    `DELETE FROM chat_queued_messages WHERE id = (
+       SELECT id FROM chat_queued_messages WHERE chat_id = $1 ORDER BY edit_of IS NULL, id LIMIT 1)
+     RETURNING content, created_by, edit_of`,
     [l.chat.id],
   );
   const queued = next.rows[0];
   if (queued) {
-    await answerOutstanding(l);
-    await insertMessages(l, [
-      { role: "user", visibility: "both", content: queued.content, createdBy: queued.created_by },
-    ]);
-    await l.tx.query("UPDATE chats SET status = 'running', queue_version = $2 WHERE id = $1", [
-      l.chat.id,
-      l.version,
-    ]);
+    await startTurn(l, {
+      content: queued.content,
+      createdBy: queued.created_by,
+      editOf: queued.edit_of,
+    });
+    await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [l.chat.id, l.version]);
     return "running";
   }
   await l.tx.query(`UPDATE chats SET status = 'waiting', ${RELEASE} WHERE id = $1`, [l.chat.id]);

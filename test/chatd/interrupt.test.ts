@@ -7,9 +7,9 @@ import { existsSync } from "node:fs";
 import http from "node:http";
 import { randomInt } from "node:crypto";
 import { expect, it } from "vitest";
-import type { ChatMessage } from "../../src/chatd/messages.ts";
+import type { ChatMessage, MessagePart } from "../../src/chatd/messages.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { interrupt } from "../../src/chatd/transitions.ts";
+import { editMessage, interrupt, loadHistory } from "../../src/chatd/transitions.ts";
 import type { ProcessInfo } from "../../src/contract/index.ts";
 import { until, type TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, useLoops } from "../support/chatd.ts";
@@ -172,6 +172,45 @@ describeDatabases("interrupt", (db) => {
     expect(buffer.parts(chatId)).toEqual([]);
   });
 
+  it("keeps complete tool calls streamed before the interrupt, each with a result saying it did not run", async () => {
+    const buffer = new StreamBuffer();
+    const { agent, fake, setup } = await env(db, { buffer });
+    // The Responses API completes each tool call mid-stream (chat completions complete them
+    // only when the stream ends): created, the message's 4 events, each call's 5, then a hang
+    // before the end, so nothing is committed.
+    await db().query("UPDATE model_configs SET provider = 'openai' WHERE id = $1", [
+      setup.modelConfigId,
+    ]);
+    const marker = `${agent.dir}/ran.txt`;
+    fake.script({
+      text: "Running both.",
+      toolCalls: [
+        { id: "exec", name: "execute", args: { command: `touch ${marker}` } },
+        { id: "write", name: "write_file", args: { path: marker, content: "x" } },
+      ],
+      hangAfterChunks: 15,
+    });
+    const chatId = await startChat(db(), setup, "go");
+    await until(
+      () => buffer.parts(chatId).filter((e) => e.part.type === "tool-call").length === 2,
+      10_000,
+    );
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool"]);
+    expect(history[1]!.content.map((p) => p.type)).toEqual(["text", "tool-call", "tool-call"]);
+    expect(history[1]!.runtimeMs).toBeGreaterThan(0);
+    expect(results(history)).toEqual([
+      expect.objectContaining({ status: "not_run" }),
+      expect.objectContaining({ status: "not_applied" }),
+    ]);
+    // Never sent: nothing ran, nothing is billed for tools.
+    expect(existsSync(marker)).toBe(false);
+    expect((await agent.client.listProcesses()).processes).toEqual([]);
+    expect(usage(history)).toEqual([]);
+  });
+
   it("an interrupt with nothing streamed and no calls just ends the turn", async () => {
     const buffer = new StreamBuffer();
     const { fake, setup } = await env(db, { buffer });
@@ -182,6 +221,91 @@ describeDatabases("interrupt", (db) => {
     const { chat, history } = await settle(db(), chatId);
     expect(chat.status).toBe("waiting");
     expect(history.map((m) => m.role)).toEqual(["user"]);
+  });
+});
+
+describeDatabases("message edits", (db) => {
+  it("an edit during a tool call cancels it, discards the branch, and runs from the edit", async () => {
+    const { agent, fake, setup } = await env(db);
+    const d = uniqueSleep();
+    fake.script(
+      {
+        toolCalls: [
+          { id: "x", name: "execute", args: { command: `echo early; sleep ${d}`, timeout: "60s" } },
+        ],
+      },
+      { text: "Fresh start." },
+    );
+    const chatId = await startChat(db(), setup, "first");
+    const [first] = await loadHistory(db(), chatId);
+    await running(agent, `sleep ${d}`);
+    expect(await editMessage(db(), chatId, setup.userId, first!.id, "second")).toEqual({
+      queued: true,
+    });
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    // History now starts again from the edit.
+    expect(history.map((m) => [m.role, m.content])).toEqual([
+      ["user", [{ type: "text", text: "second" }]],
+      ["assistant", [{ type: "text", text: "Fresh start." }]],
+    ]);
+    expect(fake.requests[1]!.messages.filter((m) => m.role === "user")).toEqual([
+      expect.objectContaining({ content: "second" }),
+    ]);
+    // The discarded branch: the call got exactly one result, the real one, before it went.
+    const all = await db().query<{ content: MessagePart[]; deleted: boolean }>(
+      "SELECT content, deleted FROM chat_messages WHERE chat_id = $1 ORDER BY id",
+      [chatId],
+    );
+    const discarded = all.rows.filter((r) => r.deleted).flatMap((r) => r.content);
+    expect(discarded.filter((p) => p.type === "tool-call").map((p) => p.tool_call_id)).toEqual([
+      "x",
+    ]);
+    const got = discarded.filter((p) => p.type === "tool-result");
+    expect(got).toEqual([
+      expect.objectContaining({
+        tool_call_id: "x",
+        result: expect.objectContaining({ status: "canceled", output: "early\n" }),
+      }),
+    ]);
+    await until(() => !sleepRunning(d), 3_000);
+  });
+
+  it("an edit while waiting answers outstanding calls first, then starts from the edit", async () => {
+    const { fake, setup } = await env(db);
+    fake.script({ text: "Again." });
+    const chatId = await startChat(db(), setup, "first");
+    await settle(db(), chatId);
+    // A turn that ended (an error, say) with a call committed but never answered.
+    await db().query(
+      `INSERT INTO chat_messages (chat_id, role, visibility, content) VALUES ($1, 'assistant', 'both', $2)`,
+      [
+        chatId,
+        JSON.stringify([
+          {
+            type: "tool-call",
+            tool_call_id: "lost",
+            tool_name: "execute",
+            args: { command: "true" },
+          },
+        ]),
+      ],
+    );
+    const [first] = await loadHistory(db(), chatId);
+    const sent = await editMessage(db(), chatId, setup.userId, first!.id, "redo");
+    expect(sent.queued).toBe(false);
+    const { history } = await settle(db(), chatId);
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
+    const lost = await db().query<{ content: MessagePart[] }>(
+      "SELECT content FROM chat_messages WHERE chat_id = $1 AND deleted AND role = 'tool'",
+      [chatId],
+    );
+    expect(lost.rows.flatMap((r) => r.content)).toEqual([
+      expect.objectContaining({
+        tool_call_id: "lost",
+        result: expect.objectContaining({ status: "unknown" }),
+      }),
+    ]);
   });
 });
 

@@ -59,15 +59,12 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
     backoffMinMs: 20,
     backoffMaxMs: 200,
     resolveModel: async (chat: Chat) => {
-      const r = await db.query<{ base_url: string }>(
-        "SELECT base_url FROM model_configs WHERE id = $1",
+      const r = await db.query<{ provider: "openai" | "openai-compatible"; base_url: string }>(
+        "SELECT provider, base_url FROM model_configs WHERE id = $1",
         [chat.modelConfigId],
       );
-      return createLanguageModel({
-        provider: "openai-compatible",
-        model: "fake-model",
-        baseUrl: r.rows[0]!.base_url,
-      });
+      const { provider, base_url } = r.rows[0]!;
+      return createLanguageModel({ provider, model: "fake-model", baseUrl: base_url, apiKey: "k" });
     },
     resolveAgent: async (chat: Chat) => {
       const r = await db.query<{ agent_url: string }>(

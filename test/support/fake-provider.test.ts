@@ -236,3 +236,82 @@ describe("fake OpenAI-compatible provider", () => {
     expect(types).not.toContain("finish");
   });
 });
+
+describe("the Responses API, through the real openai provider", () => {
+  const responsesModel = () =>
+    createLanguageModel({
+      provider: "openai",
+      model: "fake-model",
+      baseUrl: fake.url,
+      apiKey: "k",
+    });
+
+  it("streams text, tool calls and usage, and reads tool results back as messages", async () => {
+    fake.script({
+      text: "Looking now.",
+      toolCalls: [{ id: "c1", name: "read_file", args: { path: "/a" } }],
+    });
+    fake.respond((req) => ({
+      text: `results: ${req.messages.filter((m) => m.role === "tool").length}`,
+    }));
+    const first = streamText({ model: responsesModel(), prompt: "read /a", tools: TOOLS });
+    expect(await first.text).toBe("Looking now.");
+    const calls = await first.toolCalls;
+    expect(calls.map((c) => [c.toolCallId, c.toolName, c.input])).toEqual([
+      ["c1", "read_file", { path: "/a" }],
+    ]);
+    expect((await first.usage).outputTokens).toBeGreaterThan(0);
+    const second = streamText({
+      model: responsesModel(),
+      messages: [
+        { role: "user", content: "read /a" },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool-call", toolCallId: "c1", toolName: "read_file", input: { path: "/a" } },
+          ],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "c1",
+              toolName: "read_file",
+              output: { type: "text", value: "A" },
+            },
+          ],
+        },
+      ],
+      tools: TOOLS,
+    });
+    expect(await second.text).toBe("results: 1");
+    expect(fake.requests[1]!.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+  });
+
+  it("a tool call completes mid-stream, before the stream ends", async () => {
+    // created, the message (added, 2 deltas, done), the call (added, 3 deltas, done): then hang.
+    fake.script({
+      text: "Running it.",
+      toolCalls: [{ id: "c1", name: "execute", args: { command: "ls" } }],
+      hangAfterChunks: 10,
+    });
+    const abort = new AbortController();
+    const result = streamText({
+      model: responsesModel(),
+      prompt: "go",
+      tools: TOOLS,
+      abortSignal: abort.signal,
+    });
+    const seen: string[] = [];
+    for await (const part of result.fullStream) {
+      seen.push(part.type);
+      if (part.type === "tool-call") {
+        expect(part.input).toEqual({ command: "ls" });
+        abort.abort();
+      }
+    }
+    expect(seen).toContain("tool-call");
+    expect(seen).not.toContain("finish-step");
+  });
+});

@@ -1,6 +1,8 @@
 // A fake OpenAI-compatible model server for tests: `POST /v1/chat/completions` on 127.0.0.1,
 // streamed as OpenAI streams it (chat.completion.chunk lines, tool arguments in pieces, usage,
 // [DONE]). It answers from a script of steps and, when the script is empty, with a short text.
+// It also speaks OpenAI's Responses API (`POST /v1/responses`, streaming), whose tool calls
+// complete one by one mid-stream (chat completions only complete them when the stream ends).
 
 import { randomBytes } from "node:crypto";
 import http from "node:http";
@@ -162,23 +164,7 @@ async function streamAnswer(
   }));
   if (includeUsage) chunks.push({ ...envelope, choices: [], usage: usageOf(step, request) });
 
-  let gone = false;
-  res.on("close", () => (gone = true));
-  res.writeHead(200, {
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-    connection: "keep-alive",
-  });
-  let sent = 0;
-  for (const chunk of chunks) {
-    if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
-    if (step.delayMs) await sleep(step.delayMs);
-    if (gone) return;
-    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-    sent += 1;
-  }
-  if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
-  res.end("data: [DONE]\n\n");
+  await writeEvents(res, step, chunks, "data: [DONE]\n\n");
 }
 
 async function jsonAnswer(
@@ -218,6 +204,135 @@ async function jsonAnswer(
   });
 }
 
+// ---- the Responses API (`@ai-sdk/openai`'s default model) ------------------------------------
+
+const responsesRequestSchema = z.looseObject({
+  model: z.string(),
+  input: z.array(z.looseObject({ type: z.string().optional(), role: z.string().optional() })),
+  stream: z.boolean().optional(),
+});
+
+/** A Responses request seen as chat messages, so scripts and responders read one shape. */
+function asChatRequest(r: z.infer<typeof responsesRequestSchema>): FakeChatRequest {
+  const messages: FakeChatRequest["messages"] = r.input.map((item) => {
+    if (item.type === "function_call_output")
+      return { role: "tool", tool_call_id: String(item.call_id), content: item.output };
+    if (item.type === "function_call")
+      return {
+        role: "assistant",
+        tool_calls: [
+          {
+            id: String(item.call_id),
+            type: "function" as const,
+            function: { name: String(item.name), arguments: String(item.arguments) },
+          },
+        ],
+      };
+    const content = Array.isArray(item.content)
+      ? (item.content as { text?: string }[]).map((c) => c.text ?? "").join("")
+      : item.content;
+    return { role: item.role ?? "user", content };
+  });
+  return { model: r.model, messages, stream: r.stream };
+}
+
+/** The Responses stream: a message item with the text, then one function_call item per call. */
+async function streamResponses(
+  res: http.ServerResponse,
+  step: FakeStep,
+  request: FakeChatRequest,
+  ids: string[],
+): Promise<void> {
+  const events: Chunk[] = [
+    {
+      type: "response.created",
+      response: {
+        id: randomId("resp_"),
+        created_at: Math.floor(Date.now() / 1000),
+        model: request.model,
+      },
+    },
+  ];
+  let index = 0;
+  if (step.text !== undefined) {
+    const id = randomId("msg_");
+    events.push({
+      type: "response.output_item.added",
+      output_index: index,
+      item: { type: "message", id },
+    });
+    for (const word of step.text.match(/\s*\S+\s*/g) ?? [])
+      events.push({ type: "response.output_text.delta", item_id: id, delta: word });
+    events.push({
+      type: "response.output_item.done",
+      output_index: index,
+      item: { type: "message", id },
+    });
+    index += 1;
+  }
+  (step.toolCalls ?? []).forEach((call, i) => {
+    const item = { type: "function_call", id: randomId("fc_"), call_id: ids[i]!, name: call.name };
+    const args = argumentsOf(call);
+    events.push({
+      type: "response.output_item.added",
+      output_index: index,
+      item: { ...item, arguments: "" },
+    });
+    for (const piece of pieces(args, 3))
+      events.push({
+        type: "response.function_call_arguments.delta",
+        item_id: item.id,
+        output_index: index,
+        delta: piece,
+      });
+    events.push({
+      type: "response.output_item.done",
+      output_index: index,
+      item: { ...item, arguments: args, status: "completed" },
+    });
+    index += 1;
+  });
+  const u = usageOf(step, request);
+  events.push({
+    type: "response.completed",
+    response: {
+      usage: {
+        input_tokens: u.prompt_tokens,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: u.completion_tokens,
+        output_tokens_details: { reasoning_tokens: 0 },
+      },
+    },
+  });
+  await writeEvents(res, step, events, "");
+}
+
+/** Writes `data:` events, honouring the step's delay and hang; `done` ends a complete stream. */
+async function writeEvents(
+  res: http.ServerResponse,
+  step: FakeStep,
+  events: Chunk[],
+  done: string,
+): Promise<void> {
+  let gone = false;
+  res.on("close", () => (gone = true));
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  let sent = 0;
+  for (const event of events) {
+    if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
+    if (step.delayMs) await sleep(step.delayMs);
+    if (gone) return;
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+    sent += 1;
+  }
+  if (step.hangAfterChunks !== undefined && sent >= step.hangAfterChunks) return;
+  res.end(done);
+}
+
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify(body));
@@ -243,7 +358,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
-    if (req.method !== "POST" || path !== "/v1/chat/completions") {
+    const api =
+      path === "/v1/chat/completions" ? "chat" : path === "/v1/responses" ? "responses" : undefined;
+    if (req.method !== "POST" || api === undefined) {
       return sendError(res, 404, `Unknown route ${req.method ?? "?"} ${path}.`);
     }
     let body: unknown;
@@ -252,14 +369,24 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     } catch {
       return sendError(res, 400, "The request body is not JSON.");
     }
-    const parsed = requestSchema.safeParse(body);
-    if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
-    const request = parsed.data;
+    let request: FakeChatRequest;
+    if (api === "chat") {
+      const parsed = requestSchema.safeParse(body);
+      if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
+      request = parsed.data;
+    } else {
+      const parsed = responsesRequestSchema.safeParse(body);
+      if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
+      request = asChatRequest(parsed.data);
+    }
     requests.push(request);
     const entry = queue.shift() ?? fallback;
     const step = typeof entry === "function" ? entry(request) : entry;
     const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
-    if (request.stream === true) await streamAnswer(res, step, request, ids);
+    if (api === "responses") {
+      if (request.stream !== true) return sendError(res, 400, "Only streaming is supported.");
+      await streamResponses(res, step, request, ids);
+    } else if (request.stream === true) await streamAnswer(res, step, request, ids);
     else await jsonAnswer(res, step, request, ids);
   }
 

@@ -13,7 +13,7 @@ export {
 export { MAX_DURATION_MS, formatDuration, parseDuration, type ParsedDuration } from "./duration.ts";
 export { StaleToolCallError } from "./failures.ts";
 export type { ToolContext } from "./context.ts";
-export { interruptResult, type InterruptOptions } from "./interrupt.ts";
+export { interruptResult, unsentResult, type InterruptOptions } from "./interrupt.ts";
 export { runTool, type ToolCallRequest, type ToolOutcome } from "./run.ts";
 export {
   UNKNOWN_REASONS,

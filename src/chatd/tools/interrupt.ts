@@ -103,6 +103,13 @@ export async function interruptResult(
   return startedResult(ctx, call, target, answer);
 }
 
+/** The result of a call that was never sent to the agent (its message was never committed). */
+export function unsentResult(toolName: string): ToolResult {
+  return toolName === "write_file" || toolName === "edit_files"
+    ? notAppliedResult()
+    : notRunResult();
+}
+
 /** The call reached the agent: rebuild the answer the live tool would have given. */
 function startedResult(
   ctx: ToolContext,
