@@ -1,8 +1,10 @@
-// A chat's usage totals (CHATD.md 9): model runtime from assistant messages, tool runtime and
-// billed calls from the tool-batch-usage records, tokens and cost from every message. Deleted
-// messages count too: discarding history by an edit does not undo what was spent.
+// Usage (CHATD.md 9): model runtime from assistant messages, tool runtime and billed calls from
+// the tool-batch-usage records, tokens and cost from every message — per chat, and as a report
+// grouped by user, chat or hour. Deleted messages count too: discarding history by an edit does
+// not undo what was spent. Usage belongs to the chat's owner.
 
 import type { FastifyInstance } from "fastify";
+import { z } from "zod";
 import type { ApiContext } from "./app.ts";
 import { caller } from "./auth.ts";
 import { ownedChat } from "./chats.ts";
@@ -18,40 +20,110 @@ export interface ChatUsage {
   cost_micros: number;
 }
 
+/** What a report row is keyed by, as SQL over `m` (chat_messages) and `c` (chats). */
+const GROUPS = {
+  user: { key: "c.owner_id::text", field: "user_id" },
+  chat: { key: "c.id::text", field: "chat_id" },
+  hour: {
+    key: `to_char(date_trunc('hour', m.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"')`,
+    field: "hour",
+  },
+} as const;
+type GroupBy = keyof typeof GROUPS;
+
 /** The billing record of a tool batch: role tool, visibility model, a tool-batch-usage part. */
-function usageRecord(m: string): string {
-  return `${m}.role = 'tool' AND ${m}.visibility = 'model' AND ${m}.content @> '[{"type": "tool-batch-usage"}]'`;
+const USAGE_RECORD = `m.role = 'tool' AND m.visibility = 'model' AND m.content @> '[{"type": "tool-batch-usage"}]'`;
+
+/**
+ * One statement for every usage question: totals per group over the messages of the chats
+ * the filters select. Sums of int4 are int8, which the drivers answer as decimal strings.
+ */
+function usageSql(group: GroupBy): string {
+  return `SELECT ${GROUPS[group].key} AS key,
+      COALESCE(SUM(m.runtime_ms) FILTER (WHERE m.role = 'assistant'), 0) AS model_runtime_ms,
+      COALESCE(SUM(m.runtime_ms) FILTER (WHERE ${USAGE_RECORD}), 0) AS tool_runtime_ms,
+      COALESCE(SUM(b.billed_calls), 0) AS billed_calls,
+      COALESCE(SUM(m.input_tokens), 0) AS input_tokens,
+      COALESCE(SUM(m.output_tokens), 0) AS output_tokens,
+      COALESCE(SUM(m.cost_micros), 0) AS cost_micros
+    FROM chat_messages m JOIN chats c ON c.id = m.chat_id
+    CROSS JOIN LATERAL (
+      SELECT SUM((p.part ->> 'billed_calls')::bigint) AS billed_calls
+      FROM jsonb_array_elements(m.content) AS p(part)
+      WHERE ${USAGE_RECORD} AND p.part ->> 'type' = 'tool-batch-usage') b
+    WHERE ($1::uuid IS NULL OR m.chat_id = $1)
+      AND ($2::uuid IS NULL OR c.owner_id = $2)
+      AND ($3::timestamptz IS NULL OR m.created_at >= $3)
+      AND ($4::timestamptz IS NULL OR m.created_at < $4)
+    GROUP BY 1 ORDER BY 1`;
 }
 
-// Sums of int4 are int8, which the drivers answer as decimal strings.
-const TOTALS_SQL = `SELECT
-    COALESCE(SUM(runtime_ms) FILTER (WHERE role = 'assistant'), 0) AS model_runtime_ms,
-    COALESCE(SUM(runtime_ms) FILTER (WHERE ${usageRecord("m")}), 0) AS tool_runtime_ms,
-    COALESCE(SUM(input_tokens), 0) AS input_tokens,
-    COALESCE(SUM(output_tokens), 0) AS output_tokens,
-    COALESCE(SUM(cost_micros), 0) AS cost_micros
-  FROM chat_messages m WHERE m.chat_id = $1`;
+interface UsageFilter {
+  chatId?: string;
+  ownerId?: string;
+  from?: Date;
+  to?: Date;
+}
 
-const BILLED_CALLS_SQL = `SELECT COALESCE(SUM((p.part ->> 'billed_calls')::bigint), 0) AS billed_calls
-  FROM chat_messages m CROSS JOIN LATERAL jsonb_array_elements(m.content) AS p(part)
-  WHERE m.chat_id = $1 AND ${usageRecord("m")}
-    AND p.part ->> 'type' = 'tool-batch-usage'`;
+async function usageRows(
+  ctx: ApiContext,
+  group: GroupBy,
+  f: UsageFilter,
+): Promise<{ key: string; usage: ChatUsage }[]> {
+  const r = await ctx.db.query<Record<string, string>>(usageSql(group), [
+    f.chatId ?? null,
+    f.ownerId ?? null,
+    f.from ?? null,
+    f.to ?? null,
+  ]);
+  return r.rows.map((row) => {
+    const model = Number(row.model_runtime_ms);
+    const tool = Number(row.tool_runtime_ms);
+    return {
+      key: row.key!,
+      usage: {
+        runtime_ms: model + tool,
+        model_runtime_ms: model,
+        tool_runtime_ms: tool,
+        billed_calls: Number(row.billed_calls),
+        input_tokens: Number(row.input_tokens),
+        output_tokens: Number(row.output_tokens),
+        cost_micros: Number(row.cost_micros),
+      },
+    };
+  });
+}
+
+const ZERO: ChatUsage = {
+  runtime_ms: 0,
+  model_runtime_ms: 0,
+  tool_runtime_ms: 0,
+  billed_calls: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cost_micros: 0,
+};
 
 export async function chatUsage(ctx: ApiContext, chatId: string): Promise<ChatUsage> {
-  const totals = (await ctx.db.query(TOTALS_SQL, [chatId])).rows[0]!;
-  const calls = (await ctx.db.query(BILLED_CALLS_SQL, [chatId])).rows[0]!;
-  const model = Number(totals.model_runtime_ms);
-  const tool = Number(totals.tool_runtime_ms);
-  return {
-    runtime_ms: model + tool,
-    model_runtime_ms: model,
-    tool_runtime_ms: tool,
-    billed_calls: Number(calls.billed_calls),
-    input_tokens: Number(totals.input_tokens),
-    output_tokens: Number(totals.output_tokens),
-    cost_micros: Number(totals.cost_micros),
-  };
+  const [row] = await usageRows(ctx, "chat", { chatId });
+  return row?.usage ?? { ...ZERO };
 }
+
+/** An instant: an ISO 8601 date-time with its offset, or a date (midnight UTC). */
+const Instant = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .transform((s) => new Date(s));
+
+const ReportQuery = z
+  .object({
+    from: Instant.optional(),
+    to: Instant.optional(),
+    group_by: z.enum(["user", "chat", "hour"]).default("user"),
+  })
+  .refine((q) => !q.from || !q.to || q.from < q.to, {
+    message: "must be after from",
+    path: ["to"],
+  });
 
 export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/usage", async (request) => {
@@ -59,5 +131,18 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { id } = parse(IdParams, request.params, "path");
     await ownedChat(ctx, user, id);
     return chatUsage(ctx, id);
+  });
+
+  // Admins see everyone's usage, members their own; `to` is exclusive.
+  app.get("/api/v1/usage", async (request) => {
+    const { user } = caller(request);
+    const q = parse(ReportQuery, request.query, "query");
+    const rows = await usageRows(ctx, q.group_by, {
+      ...(user.role !== "admin" && { ownerId: user.id }),
+      ...(q.from && { from: q.from }),
+      ...(q.to && { to: q.to }),
+    });
+    const field = GROUPS[q.group_by].field;
+    return { rows: rows.map((r) => ({ [field]: r.key, ...r.usage })) };
   });
 }
