@@ -94,28 +94,38 @@ function describeCall(name: string, args: unknown): string {
   return name;
 }
 
-/** One line for a committed tool result. */
+/** How a committed tool call ended: its status (or exit code) and note, then any output. */
 function describeResult(result: unknown): string {
   const r = (result ?? {}) as Record<string, unknown>;
   const status = typeof r.status === "string" ? r.status : "?";
-  if (status === "completed" && typeof r.exit_code === "number") {
-    const out = typeof r.output === "string" ? r.output.trimEnd() : "";
-    return `exit ${r.exit_code}${out ? `\n${out}` : ""}`;
-  }
   const note =
     typeof r.note === "string"
       ? ` — ${r.note}`
       : typeof r.message === "string"
         ? ` — ${r.message}`
         : "";
-  return `${status}${note}`;
+  const head =
+    status === "completed" && typeof r.exit_code === "number"
+      ? `exit ${r.exit_code}`
+      : `${status}${note}`;
+  // Partial output too: a canceled or timed-out command shows what it printed.
+  const out = typeof r.output === "string" ? r.output.trimEnd() : "";
+  return out ? `${head}\n${out}` : head;
 }
 
 export async function runChat(text: string, o: ChatCommandOptions): Promise<void> {
   const token = await resolveToken(o);
+  // The stream starts after our own message (or, when it is queued, after what the chat held
+  // when we sent it), so it shows the whole answer even if part of it is already committed.
   let chatId = o.chat;
   let afterId: string | undefined;
   if (chatId) {
+    const before = await api<{ messages: ApiMessage[] }>(
+      o.server,
+      token,
+      "GET",
+      `/api/v1/chats/${chatId}/messages`,
+    );
     const sent = await api<{ message_id?: string; queued: boolean }>(
       o.server,
       token,
@@ -123,7 +133,7 @@ export async function runChat(text: string, o: ChatCommandOptions): Promise<void
       `/api/v1/chats/${chatId}/messages`,
       { text },
     );
-    afterId = sent.message_id;
+    afterId = sent.message_id ?? before.messages.at(-1)?.id;
     if (sent.queued) process.stderr.write("The chat is busy; your message is queued.\n");
   } else {
     const chat = await api<{ id: string }>(o.server, token, "POST", "/api/v1/chats", {
@@ -136,17 +146,24 @@ export async function runChat(text: string, o: ChatCommandOptions): Promise<void
       "GET",
       `/api/v1/chats/${chatId}/messages`,
     );
-    afterId = msgs.messages.at(-1)?.id;
+    afterId = msgs.messages[0]?.id;
   }
   process.stderr.write(`chat ${chatId}\n`);
 
   const ac = new AbortController();
-  let interrupts = 0;
+  // The second Ctrl-C exits, but not before the first one's interrupt has reached the server.
+  let interrupting: Promise<unknown> | undefined;
   process.on("SIGINT", () => {
-    interrupts++;
-    if (interrupts > 1) process.exit(130);
+    if (interrupting) {
+      const exit = () => process.exit(130);
+      void interrupting.finally(exit);
+      setTimeout(exit, 2_000).unref();
+      return;
+    }
     process.stderr.write("\nInterrupting… (Ctrl-C again to exit)\n");
-    void api(o.server, token, "POST", `/api/v1/chats/${chatId}/interrupt`).catch(() => undefined);
+    interrupting = api(o.server, token, "POST", `/api/v1/chats/${chatId}/interrupt`).catch(
+      (err: unknown) => process.stderr.write(`The interrupt failed: ${String(err)}\n`),
+    );
   });
 
   const spinner: Ora = ora({

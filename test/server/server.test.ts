@@ -1,7 +1,8 @@
 // `bin/tether server` and `bin/tether chat` as a person runs them: real processes, the
 // embedded database, a local workspace agent, real HTTP.
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { randomInt } from "node:crypto";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -66,6 +67,29 @@ function run(
   proc.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
   proc.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
   return new Promise((resolve) => proc.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+/** A running `bin/tether` command: its output so far, and its exit. */
+function start(args: string[], cwd: string) {
+  const proc = spawn(BIN, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  cleanups.push(() => void proc.kill("SIGKILL"));
+  const out = { stdout: "", stderr: "" };
+  proc.stdout.on("data", (c: Buffer) => (out.stdout += c.toString()));
+  proc.stderr.on("data", (c: Buffer) => (out.stderr += c.toString()));
+  const exit = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  return { proc, out, exit };
+}
+
+async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`not in ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function sleepRunning(duration: string): boolean {
+  return spawnSync("pgrep", ["-f", `sleep ${duration}`]).status === 0;
 }
 
 function alive(pid: number): boolean {
@@ -198,5 +222,52 @@ describe("bin/tether server", () => {
     expect(toolResults[0]!.result).toMatchObject({ status: "completed", output: "done\n" });
     second.proc.kill("SIGTERM");
     await new Promise((r) => second.proc.once("exit", r));
+  }, 90_000);
+
+  it("bin/tether chat: Ctrl-C interrupts and shows how each call ended; a second Ctrl-C exits", async () => {
+    const home = await tempDir();
+    const ws = await tempDir();
+    const server = await startServer(
+      ["--data-dir", path.join(home, "data"), "--workspace-dir", ws],
+      home,
+    );
+    cleanups.push(() => void server.proc.kill("SIGTERM"));
+    const d = `30.${randomInt(100_000, 999_999)}`;
+    const chat = start(
+      ["chat", "--server", server.url, `$ echo early; sleep ${d}; echo late`],
+      home,
+    );
+    await waitFor(
+      "the call is shown and running",
+      () => sleepRunning(d) && chat.out.stdout.includes("▶ $ echo early"),
+      20_000,
+    );
+    await new Promise((r) => setTimeout(r, 300)); // let "early" reach the agent's output
+    chat.proc.kill("SIGINT");
+    expect(await chat.exit).toBe(0); // it stays for the results, then leaves as the chat waits
+    expect(chat.out.stderr).toContain("Interrupting… (Ctrl-C again to exit)");
+    expect(chat.out.stdout).toMatch(
+      / {2}canceled — Canceled by the user after \d+\.\d s.*\n {2}early\n/,
+    );
+    expect(chat.out.stdout).not.toMatch(/^ {2}late$/m);
+    expect(sleepRunning(d)).toBe(false);
+
+    const d2 = `30.${randomInt(100_000, 999_999)}`;
+    const impatient = start(["chat", "--server", server.url, `$ sleep ${d2}`], home);
+    await waitFor(
+      "the second command runs",
+      () => sleepRunning(d2) && /^chat /m.test(impatient.out.stderr),
+      20_000,
+    );
+    impatient.proc.kill("SIGINT");
+    await waitFor(
+      "the first Ctrl-C is taken",
+      () => impatient.out.stderr.includes("Interrupting"),
+      5_000,
+    );
+    impatient.proc.kill("SIGINT");
+    expect(await impatient.exit).toBe(130);
+    // Leaving the terminal does not take the interrupt back: the command is still stopped.
+    await waitFor("the command is stopped", () => !sleepRunning(d2), 10_000);
   }, 90_000);
 });
