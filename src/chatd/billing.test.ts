@@ -10,6 +10,23 @@ describe("tool batch billing", () => {
       ]),
     ).toBe(150);
   });
+  it("touching intervals merge", () => {
+    expect(
+      unionMs([
+        { start: 0, end: 10_000 },
+        { start: 10_000, end: 25_000 },
+      ]),
+    ).toBe(25_000);
+  });
+  it("a serial call bills from its own start, not the batch's", () => {
+    // The second call started 30 s into the batch: 10 s + 10 s, not 40 s.
+    expect(
+      unionMs([
+        { start: 0, end: 10_000 },
+        { start: 30_000, end: 40_000 },
+      ]),
+    ).toBe(20_000);
+  });
   it("gaps between serial calls are free", () => {
     expect(
       unionMs([

@@ -71,7 +71,7 @@ describeDatabases("interrupt", (db) => {
     expect(fake.requests).toHaveLength(1);
   });
 
-  it("US6: background work and a command past its timeout survive the interrupt", async () => {
+  it("US6, mixed batch: background work and a command past its timeout survive, a finished call keeps its result, a running one is canceled", async () => {
     const { agent, fake, setup } = await env(db);
     const [bg, late, fg] = [uniqueSleep(), uniqueSleep(), uniqueSleep()];
     fake.script({
@@ -79,17 +79,21 @@ describeDatabases("interrupt", (db) => {
         { id: "bg", name: "execute", args: { command: `sleep ${bg}`, run_in_background: true } },
         { id: "late", name: "execute", args: { command: `sleep ${late}`, timeout: "1s" } },
         { id: "fg", name: "execute", args: { command: `sleep ${fg}`, timeout: "60s" } },
+        { id: "quick", name: "execute", args: { command: "echo finished-first" } },
       ],
     });
     const chatId = await startChat(db(), setup, "go");
     await running(agent, `sleep ${bg}`);
+    await until(async () => (await processWith(agent, "finished-first"))?.running === false);
     const latePs = await running(agent, `sleep ${late}`);
     await running(agent, `sleep ${fg}`);
     await new Promise((r) => setTimeout(r, 1_500)); // "late" is past its 1 s timeout
     await interrupt(db(), chatId);
     const { chat, history } = await settle(db(), chatId);
     expect(chat.status).toBe("waiting");
-    const [b, l, f] = results(history);
+    expect(results(history)).toHaveLength(4);
+    const [b, l, f, q] = results(history);
+    expect(q).toMatchObject({ status: "completed", exit_code: 0, output: "finished-first\n" });
     expect(b).toMatchObject({ status: "background", process_id: expect.any(String) });
     expect(l).toMatchObject({ status: "timed_out", process_id: latePs.id });
     expect(f).toMatchObject({ status: "canceled" });
@@ -366,6 +370,7 @@ describeDatabases("interrupt before the agent receives the call", (db) => {
     const { chat, history } = await settle(db(), chatId);
     expect(chat.status).toBe("waiting");
     expect(results(history)).toEqual([expect.objectContaining({ status: "not_run" })]);
+    expect(usage(history)).toEqual([]); // an unstarted call bills nothing
     held.splice(0).forEach((forward) => forward());
     await until(() => startAnswers.length === 1, 5_000);
     expect(startAnswers[0]).toMatch(/^409 .*"code":"tool_call_canceled"/);
