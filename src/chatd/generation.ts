@@ -133,7 +133,9 @@ async function runBatch(
   const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
   const messageId = toMessageId(message.id)!;
-  // This replica's live record of the batch, for billing an interrupted batch (CHATD.md 9).
+  // Watchers see each call start and finish as live parts of the batch's own episode; this
+  // replica's stamps of the batch bill it if it is interrupted (CHATD.md 9).
+  deps.buffer.begin(chat.id, fence.historyVersion, chat.generationAttempt);
   deps.buffer.beginBatch(chat.id, fence.historyVersion);
   const outcomes = await Promise.all(
     calls.map(async (call): Promise<ToolOutcome> => {
@@ -191,5 +193,6 @@ async function runBatch(
     billed,
   );
   await commitStep(deps.db, fence, messages);
+  deps.buffer.end(chat.id);
   deps.buffer.endBatch(chat.id);
 }

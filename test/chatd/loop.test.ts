@@ -4,6 +4,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
+import { StreamBuffer } from "../../src/chatd/stream.ts";
+import { createChat, sendMessage } from "../../src/chatd/transitions.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import type { TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
@@ -22,13 +24,24 @@ function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {
 }
 
 describeDatabases("chat loop", (db) => {
-  it("the model runs a foreground execute and gets the exit code and output", async () => {
-    const { fake, setup } = await env(db);
+  it("the model runs a foreground execute and gets the exit code and output; watchers see it live", async () => {
+    const buffer = new StreamBuffer();
+    const { fake, setup } = await env(db, { buffer });
     fake.script(
       { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi; exit 3" } }] },
       { text: "Done." },
     );
-    const chatId = await startChat(db(), setup, "run it");
+    const { id: chatId } = await createChat(db(), {
+      ownerId: setup.userId,
+      workspaceId: setup.workspaceId,
+      modelConfigId: setup.modelConfigId,
+    });
+    const live: string[] = [];
+    const unsubscribe = buffer.subscribe(chatId, (e) => {
+      if (e.part.type !== "text-delta")
+        live.push(`${e.part.type} ${"status" in e.part ? e.part.status : ""}`.trim());
+    });
+    await sendMessage(db(), chatId, setup.userId, "run it", "queue");
     const { chat, history } = await settle(db(), chatId);
     expect(chat.status).toBe("waiting");
     expect(results(history)).toEqual([
@@ -39,6 +52,8 @@ describeDatabases("chat loop", (db) => {
     const usage = history[3]!.content[0]!;
     expect(usage).toMatchObject({ type: "tool-batch-usage", billed_calls: 1 });
     expect(history[1]!.runtimeMs).toBeGreaterThanOrEqual(0);
+    unsubscribe();
+    expect(live).toEqual(["tool-call", "tool-started", "tool-finished completed"]);
   });
 
   it("execute past its timeout is left running with its process ID, and process_output reads it later", async () => {
