@@ -3,6 +3,7 @@
 
 import { randomInt } from "node:crypto";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -27,19 +28,34 @@ interface Server {
   url: string;
 }
 
-/** Starts `bin/tether server` in its own process group and waits for its listening line. */
+/**
+ * Starts `bin/tether server` in its own process group and waits for its listening line. After
+ * the test it is stopped gracefully (which stops its local agent), or killed with its group,
+ * and a local agent it left (a crash leaves it running, by design) is killed too.
+ */
 function startServer(args: string[], cwd: string): Promise<Server> {
   const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
     cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  cleanups.push(() => {
+  const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+  cleanups.push(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    }
     try {
       process.kill(-proc.pid!, "SIGKILL");
     } catch {
       // gone
     }
+    const i = args.indexOf("--data-dir");
+    const dataDir = path.resolve(cwd, i >= 0 ? args[i + 1]! : ".tether");
+    const agent = await readFile(path.join(dataDir, "local-agent.json"), "utf8")
+      .then((t) => (JSON.parse(t) as { pid: number }).pid)
+      .catch(() => undefined);
+    if (agent !== undefined && alive(agent)) process.kill(agent, "SIGKILL");
   });
   let err = "";
   proc.stderr.on("data", (c: Buffer) => {
@@ -86,6 +102,14 @@ async function waitFor(what: string, cond: () => boolean, ms: number): Promise<v
     if (Date.now() > end) throw new Error(`not in ${ms} ms: ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+function chatIdOf(stderr: string): string {
+  return /^chat (\S+)$/m.exec(stderr)![1]!;
+}
+
+function savedToken(home: string): string {
+  return readFileSync(path.join(home, ".tether", "cli-token"), "utf8").trim();
 }
 
 function sleepRunning(duration: string): boolean {
@@ -231,7 +255,6 @@ describe("bin/tether server", () => {
       ["--data-dir", path.join(home, "data"), "--workspace-dir", ws],
       home,
     );
-    cleanups.push(() => void server.proc.kill("SIGTERM"));
     const d = `30.${randomInt(100_000, 999_999)}`;
     const chat = start(
       ["chat", "--server", server.url, `$ echo early; sleep ${d}; echo late`],
@@ -252,6 +275,8 @@ describe("bin/tether server", () => {
     expect(chat.out.stdout).not.toMatch(/^ {2}late$/m);
     expect(sleepRunning(d)).toBe(false);
 
+    // A second Ctrl-C while the interrupt is still in progress (the agent is stopped, so the
+    // cancel waits) leaves at once; the interrupt carries on without the terminal.
     const d2 = `30.${randomInt(100_000, 999_999)}`;
     const impatient = start(["chat", "--server", server.url, `$ sleep ${d2}`], home);
     await waitFor(
@@ -259,6 +284,11 @@ describe("bin/tether server", () => {
       () => sleepRunning(d2) && /^chat /m.test(impatient.out.stderr),
       20_000,
     );
+    const agent = JSON.parse(
+      await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
+    ) as { pid: number };
+    process.kill(agent.pid, "SIGSTOP");
+    cleanups.push(() => void process.kill(agent.pid, "SIGCONT"));
     impatient.proc.kill("SIGINT");
     await waitFor(
       "the first Ctrl-C is taken",
@@ -267,7 +297,17 @@ describe("bin/tether server", () => {
     );
     impatient.proc.kill("SIGINT");
     expect(await impatient.exit).toBe(130);
-    // Leaving the terminal does not take the interrupt back: the command is still stopped.
+    const status = async () =>
+      (
+        await api<{ status: string }>(
+          server.url,
+          savedToken(home),
+          "GET",
+          `/api/v1/chats/${chatIdOf(impatient.out.stderr)}`,
+        )
+      ).status;
+    expect(await status()).toBe("interrupting");
+    process.kill(agent.pid, "SIGCONT");
     await waitFor("the command is stopped", () => !sleepRunning(d2), 10_000);
   }, 90_000);
 });
