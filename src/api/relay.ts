@@ -4,6 +4,8 @@
 // row) and relays them, connecting again whenever the owner changes or its connection drops.
 // Committed messages never come this way: each replica reads them from the database.
 
+import http from "node:http";
+import https from "node:https";
 import type { FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import { replicaAddress } from "../chatd/replicas.ts";
@@ -35,6 +37,7 @@ export function internalRoutes(app: FastifyInstance, ctx: ApiContext): void {
       "content-type": "application/x-ndjson; charset=utf-8",
       "cache-control": "no-cache, no-transform",
     });
+    res.flushHeaders(); // the relay knows it is connected before the first part
     let closed = false;
     const cleanups: (() => void)[] = [];
     const close = (): void => {
@@ -136,17 +139,27 @@ export class OwnerRelay {
   async #pump(owner: string, signal: AbortSignal, connected: () => void): Promise<void> {
     const address = await replicaAddress(this.#o.db, owner);
     if (!address) throw new Error(`Replica ${owner} owns the chat but is not registered.`);
-    const url = `${address.replace(/\/+$/, "")}${partsRoute(this.#o.chatId)}`;
-    const res = await fetch(url, { headers: { [REPLICA_SECRET_HEADER]: this.#o.secret }, signal });
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      throw new Error(`Replica ${owner} at ${address} answered ${res.status} for live parts.`);
+    const url = new URL(`${address.replace(/\/+$/, "")}${partsRoute(this.#o.chatId)}`);
+    // node:http with no pool: an abort closes this one socket and opens no other (fetch's pool
+    // may open a spare connection, which holds up the owner's graceful stop).
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = (url.protocol === "https:" ? https : http).get(url, {
+        headers: { [REPLICA_SECRET_HEADER]: this.#o.secret },
+        agent: false,
+        signal,
+      });
+      req.once("response", resolve);
+      req.once("error", reject);
+    });
+    if (res.statusCode !== 200) {
+      res.destroy();
+      throw new Error(`Replica ${owner} at ${address} answered ${res.statusCode} for live parts.`);
     }
     connected();
-    const decoder = new TextDecoder();
+    res.setEncoding("utf8");
     let buf = "";
-    for await (const chunk of res.body) {
-      buf += decoder.decode(chunk as Uint8Array, { stream: true });
+    for await (const chunk of res) {
+      buf += chunk as string;
       let end: number;
       while ((end = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, end).trim();
