@@ -131,16 +131,16 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-/** Polls `cond` (real time) until it answers a value other than undefined or false. */
+/** Polls `cond` (real time) until it answers a value other than undefined, null or false. */
 export async function waitFor<T>(
   what: string,
-  cond: () => Promise<T | undefined | false> | T | undefined | false,
+  cond: () => Promise<T | undefined | null | false> | T | undefined | null | false,
   ms = 15_000,
 ): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await cond();
-    if (v !== undefined && v !== false) return v;
+    if (v !== undefined && v !== null && v !== false) return v;
     if (Date.now() > end) throw new Error(`Timed out after ${ms} ms waiting for ${what}.`);
     await new Promise((r) => setTimeout(r, 50));
   }
