@@ -181,7 +181,13 @@ describe.skipIf(skip)("replicas on one Postgres", () => {
   }, 90_000);
 
   it("the internal parts route refuses requests without the replica secret, a user's token included", async () => {
-    const [replica] = await cluster.startReplicas(1);
+    // Registered at the address peers are told to use, not the listen address.
+    const advertised = "http://replica-a.internal:3000";
+    const [replica] = await cluster.startReplicas(1, ["--advertise-url", advertised]);
+    const row = await cluster.db.query("SELECT address FROM workers WHERE id = $1", [
+      replica!.workerId,
+    ]);
+    expect(row.rows).toEqual([{ address: advertised }]);
     const route = `/internal/v1/chats/${randomUUID()}/parts`;
     const status = (headers: Record<string, string>) =>
       new Promise<{ status: number; type: string | undefined }>((resolve, reject) => {

@@ -245,8 +245,11 @@ export async function startCluster(): Promise<Cluster> {
         ],
         home,
       );
+      const advertised = args.includes("--advertise-url")
+        ? args[args.indexOf("--advertise-url") + 1]
+        : p.url;
       const r = await db.query<{ id: string }>("SELECT id FROM workers WHERE address = $1", [
-        p.url,
+        advertised,
       ]);
       const replica = { ...p, workerId: r.rows[0]?.id ?? "" };
       replicas.push(replica);
