@@ -1,6 +1,7 @@
 // The public HTTP API (API.md): one Fastify instance with the bearer check in front of every
 // route but the public ones, the `{message, detail?}` error shape for everything that fails,
-// and the route groups. Closing it ends open event streams and stops listening for changes.
+// and the route groups, and the internal routes between replicas (relay.ts). Closing it ends
+// open event streams and stops listening for changes.
 
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
@@ -9,6 +10,7 @@ import { authenticate, authRoutes } from "./auth.ts";
 import { chatRoutes } from "./chats.ts";
 import { ApiError, handleError } from "./errors.ts";
 import { modelRoutes } from "./models.ts";
+import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { usageRoutes } from "./usage.ts";
@@ -30,6 +32,12 @@ export interface ApiOptions {
   defaultModelConfigId?: () => Promise<string | null>;
   /** The default workspace ID when a chat names none; null falls back to the `is_default` one. */
   defaultWorkspaceId?: () => Promise<string | null>;
+  /**
+   * This process as one of several replicas: its worker ID (a stream on a chat owned by another
+   * worker relays the owner's live parts) and the secret replicas show each other. Without it
+   * the API serves its own buffer's parts only and refuses every internal route.
+   */
+  replica?: { workerId: string; secret: string };
   /** Fastify's request log (pino, to stdout); off by default. */
   logger?: boolean;
 }
@@ -92,6 +100,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
   webRoutes(app, ctx);
+  internalRoutes(app, ctx);
 
   await app.ready();
   return app;

@@ -121,13 +121,37 @@ const PUBLIC_ROUTES = new Set([
   "GET /*",
 ]);
 
+/** Routes between replicas: they take the replica secret in this header, never a user token. */
+const INTERNAL_ROUTE_PREFIX = "/internal/";
+export const REPLICA_SECRET_HEADER = "x-tether-replica-secret";
+
 /** Refreshes `last_used_at` at most this often per token, not on every request. */
 const LAST_USED_RESOLUTION_S = 60;
 
-/** The bearer check of every route but the public ones (and of unknown `/api` paths). */
+/** Constant-time comparison of two secrets of any length. */
+function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(Buffer.from(hashToken(a)), Buffer.from(hashToken(b)));
+}
+
+/**
+ * The bearer check of every route but the public ones (and of unknown `/api` paths); the
+ * replica secret check of the internal routes.
+ */
 export async function authenticate(ctx: ApiContext, request: FastifyRequest): Promise<void> {
   const route = request.routeOptions.url;
   const method = request.method === "HEAD" ? "GET" : request.method;
+  if (route?.startsWith(INTERNAL_ROUTE_PREFIX)) {
+    const given = request.headers[REPLICA_SECRET_HEADER];
+    const secret = ctx.replica?.secret;
+    if (secret === undefined || typeof given !== "string" || !sameSecret(given, secret)) {
+      throw new ApiError(
+        401,
+        "Internal routes are for replicas only.",
+        `Replicas send the shared secret in ${REPLICA_SECRET_HEADER}.`,
+      );
+    }
+    return;
+  }
   if (
     route === undefined ? !request.url.startsWith("/api") : PUBLIC_ROUTES.has(`${method} ${route}`)
   ) {

@@ -1,6 +1,8 @@
 // A chat's event stream (SSE): the committed messages after `after_id`, then live parts, new
 // messages and status changes. Changes are subscribed before history is read, so no commit
 // falls in between; one refresh runs at a time, so each message goes out once, in ID order.
+// Live parts come from this replica's buffer and, while another replica owns the chat, from
+// that owner (relay.ts); the stream follows the owner the chat row names at each refresh.
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -13,6 +15,7 @@ import type { ApiContext } from "./app.ts";
 import { caller } from "./auth.ts";
 import { ownedChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
+import { OwnerRelay, PartCursor } from "./relay.ts";
 import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
 
 /** A comment line goes out this often, so proxies and clients see the stream is alive. */
@@ -121,6 +124,13 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       send("error", { message });
       close();
     };
+    // Every part, local or relayed, passes the cursor: none twice, none from a stale episode.
+    const cursor = new PartCursor();
+    const sendPart = (e: PartEvent): void => {
+      if (cursor.admit(e)) send("part", e);
+    };
+    /** The owner's parts while another replica owns the chat (set once the stream is open). */
+    let relay: OwnerRelay | undefined;
 
     /** Sends every committed message after the last one sent, then the status if it moved. */
     const refresh = async (): Promise<void> => {
@@ -141,6 +151,8 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           const chat = await loadChat(ctx.db, id);
           if (!chat) return fail("The chat was deleted.");
           if (chat.status !== lastStatus) send("status", { status: (lastStatus = chat.status) });
+          cursor.floor(chat.historyVersion, chat.generationAttempt);
+          relay?.follow(chat.workerId);
         } while (again && !closed);
       } catch (err) {
         request.log.error({ err }, "chat stream refresh failed");
@@ -170,12 +182,23 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (!closed) res.write(": heartbeat\n\n");
     }, SSE_HEARTBEAT_MS);
     cleanups.push(() => clearInterval(heartbeat));
+    if (ctx.replica && !closed) {
+      const r = new OwnerRelay({
+        db: ctx.db,
+        chatId: id,
+        selfId: ctx.replica.workerId,
+        secret: ctx.replica.secret,
+        onPart: sendPart,
+        onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
+      });
+      relay = r;
+      cleanups.push(() => r.close());
+    }
 
     started = true;
     await refresh();
     if (closed) return;
-    // Synchronous together: the episode so far, then every later part, none twice.
-    const sendPart = (e: PartEvent): void => send("part", e);
+    // Synchronous together: the episode so far, then every later part.
     for (const e of ctx.buffer.parts(id)) sendPart(e);
     cleanups.push(ctx.buffer.subscribe(id, sendPart));
   });

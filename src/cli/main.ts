@@ -15,6 +15,18 @@ function listenArg(value: string): string {
   return value;
 }
 
+function httpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError("Must be a URL, e.g. http://10.0.0.5:3000.");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new InvalidArgumentError("Must be an http:// or https:// URL.");
+  return value;
+}
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isSafeInteger(n) || n <= 0)
@@ -48,6 +60,11 @@ export async function main(argv: string[]): Promise<void> {
       "Run the control plane: API, chat worker, embedded database and a local workspace agent.",
     )
     .option("--listen <host:port>", "address to listen on", listenArg, "127.0.0.1:3000")
+    .option(
+      "--advertise-url <url>",
+      "base URL other replicas reach this one at (default: the listen URL)",
+      httpUrl,
+    )
     .option("--postgres-url <url>", "use this Postgres instead of the embedded database")
     .option("--data-dir <dir>", "where the embedded database and local state live", "./.tether")
     .option(

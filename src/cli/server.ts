@@ -2,6 +2,7 @@
 // default, or Postgres), the worker that drives chats, the HTTP API, and the local workspace
 // agent it supervises. `startServer` is also what tests run in-process.
 
+import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { LanguageModel } from "ai";
@@ -10,6 +11,7 @@ import { createApi } from "../api/index.ts";
 import { AgentClient, type Clock } from "../contract/index.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
+import { replicaSecret } from "../chatd/replicas.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
 import { Worker } from "../chatd/worker/worker.ts";
@@ -28,6 +30,8 @@ export const DEFAULT_AGENT_ANSWER_TIMEOUT_MS = 60_000;
 
 export interface ServerOptions {
   listen: string;
+  /** The base URL other replicas reach this one at (default: the listen URL). */
+  advertiseUrl?: string;
   postgresUrl?: string;
   dataDir: string;
   workspaceDir: string;
@@ -47,7 +51,10 @@ export interface RunningServer {
   db: Database;
   worker: Worker;
   localAgent: LocalAgent | undefined;
-  /** Graceful stop: stop accepting, stop waiting, release leases, stop the local agent, close the db. */
+  /**
+   * Graceful stop: stop accepting (open streams end), stop waiting (agent work goes on), release
+   * leases so another replica acquires at once, deregister, stop the local agent, close the db.
+   */
   close(o?: { keepLocalAgent?: boolean }): Promise<void>;
 }
 
@@ -77,6 +84,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const worker = new Worker({
     db,
     buffer,
+    workerId: randomUUID(),
     ...(o.clock && { clock: o.clock }),
     ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
     ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
@@ -135,11 +143,13 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
-  const api = await createApi({ db, buffer });
+  // Other replicas relay this one's live parts through its internal route, with the secret.
+  const secret = await replicaSecret(db);
+  const api = await createApi({ db, buffer, replica: { workerId: worker.id, secret } });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
-  await worker.start({ takeOverAll: !o.postgresUrl });
+  await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
 
   return {
     url,

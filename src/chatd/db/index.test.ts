@@ -5,8 +5,7 @@ import path from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { testDatabaseUrl } from "../../../test/support/db.ts";
-import { openDatabase } from "./index.ts";
-import { loadMigrations } from "./migrate.ts";
+import { loadMigrations, openDatabase } from "./index.ts";
 
 const OPEN_TIMEOUT_MS = 60_000;
 

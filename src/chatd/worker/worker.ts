@@ -1,7 +1,8 @@
 // The worker (CHATD.md 4): one per replica. It acquires runnable chats with leases, renews
 // the leases of all its chats in one statement, and runs one runner per owned chat that
 // follows the chat's snapshot. Stopping a wait never stops the work (C4): shutdown, a lost
-// lease or a changed snapshot abort the task's waits and send nothing to the agent.
+// lease or a changed snapshot abort the task's waits and send nothing to the agent. The worker
+// also keeps this replica's row in the registry (replicas.ts) with the same heartbeat.
 
 import { randomUUID } from "node:crypto";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
@@ -18,6 +19,7 @@ import {
   recordRetryState,
   type ChatChange,
 } from "../transitions.ts";
+import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
 import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
 
 export const DEFAULT_LEASE_MS = 300_000;
@@ -49,8 +51,11 @@ export class Worker {
   #timers: Timer[] = [];
   #unlisten: (() => Promise<void>) | undefined;
   #acquiring: Promise<void> | undefined;
+  #beating: Promise<void> | undefined;
   #acquireAgain = false;
   #stopped = false;
+  /** The internal base URL other replicas reach this one at (null: none, e.g. in-process tests). */
+  #address: string | null = null;
 
   constructor(o: WorkerOptions) {
     this.id = o.workerId ?? randomUUID();
@@ -69,22 +74,31 @@ export class Worker {
 
   /**
    * Starts acquiring. `takeOverAll` claims every runnable chat at once, leases or not: for
-   * the only replica of an embedded database, whose previous process is gone.
+   * the only replica of an embedded database, whose previous process is gone. `address` is
+   * registered as where other replicas reach this one.
    */
-  async start(o: { takeOverAll?: boolean } = {}): Promise<void> {
+  async start(o: { takeOverAll?: boolean; address?: string } = {}): Promise<void> {
+    this.#address = o.address ?? null;
+    await registerReplica(this.#deps.db, this.id, this.#address);
     this.#unlisten = await this.#deps.db.listen(CHAT_CHANNEL, (payload) => this.#onChange(payload));
     await this.#acquire(o.takeOverAll ?? false);
     this.#every(this.#o.acquireIntervalMs ?? ACQUIRE_INTERVAL_MS, () => this.#kickAcquire());
-    this.#every(this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => void this.#heartbeat());
+    this.#every(this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => {
+      this.#beating ??= this.#heartbeat().finally(() => (this.#beating = undefined));
+    });
   }
 
-  /** Graceful stop: stop acquiring, stop waiting (never cancel agent work), release leases. */
+  /**
+   * Graceful stop: stop acquiring, stop waiting (never cancel agent work), release leases (each
+   * release notifies, so another replica acquires at once), deregister.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const t of this.#timers) t.cancel();
     this.#timers = [];
     await this.#unlisten?.();
     await this.#acquiring;
+    await this.#beating; // so no renewal re-registers this replica after it deregisters
     const runners = [...this.#runners.values()];
     for (const r of runners) r.stop();
     await Promise.all(runners.map((r) => r.done));
@@ -94,6 +108,9 @@ export class Worker {
           this.#error(err, r.chatId, "release"),
         ),
       ),
+    );
+    await deregisterReplica(this.#deps.db, this.id).catch((err: unknown) =>
+      this.#error(err, undefined, "deregister"),
     );
   }
 
@@ -172,6 +189,13 @@ export class Worker {
       for (const [chatId, r] of this.#runners) if (!owned.has(chatId)) r.stop();
     } catch (err) {
       this.#error(err, undefined, "heartbeat");
+    }
+    try {
+      await registerReplica(this.#deps.db, this.id, this.#address);
+      // A replica silent for a lease is dead: its chats are being taken over, its row goes.
+      await sweepReplicas(this.#deps.db, this.#o.leaseMs ?? DEFAULT_LEASE_MS);
+    } catch (err) {
+      this.#error(err, undefined, "replica heartbeat");
     }
   }
 }
