@@ -44,6 +44,16 @@ const dbName = `tether_load_${randomBytes(6).toString("hex")}`;
 const dbUrl = new URL(baseUrl);
 dbUrl.pathname = `/${dbName}`;
 
+/** CPU seconds (user + system) a live process has used, from /proc/<pid>/stat. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+}
+/** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere but exotic builds). */
+const CLOCK_TICKS_PER_S = 100;
+
 /** Peak VmRSS (bytes) of each process, sampled until stopped. */
 function sampleRss(pids: number[]): { stop(): Map<number, number> } {
   const peak = new Map<number, number>(pids.map((p) => [p, 0]));
@@ -115,7 +125,12 @@ interface PhaseResult {
   wallMs: number;
   stepsDone: number;
   stepLatency: { median: number; p99: number; n: number };
+  /** Step 1 only: from the user message, so it includes the chat's acquisition. */
+  firstStepLatency: { median: number; p99: number; n: number };
   serverRssPeak: number[];
+  serverCpuS: number[];
+  agentCpuS: number[];
+  benchCpuS: number;
   agentRssPeak: number[];
   failedChats: number;
   toolCallsPerReplica: number[];
@@ -185,6 +200,10 @@ async function runPhase(
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 
     const rss = sampleRss([...servers, ...agentProcs].map((c) => c.proc.pid!));
+    const cpuBefore = await Promise.all(
+      [...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)),
+    );
+    const benchCpuBefore = process.cpuUsage();
     const t0 = performance.now();
     // Creations go round-robin to the replicas and the workspaces.
     const ids = await pool(
@@ -219,6 +238,10 @@ async function runPhase(
     }
     const wallMs = performance.now() - t0;
     const peaks = rss.stop();
+    const benchCpu = process.cpuUsage(benchCpuBefore);
+    const cpu = (
+      await Promise.all([...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)))
+    ).map((s, i) => s - cpuBefore[i]!);
 
     // Step i of a chat ends when its tool result commits (the database stamps every commit);
     // step 1 counts from the user message, so it includes acquisition.
@@ -232,14 +255,18 @@ async function runPhase(
       [ids],
     );
     const perStep: number[] = [];
+    const firstStep: number[] = [];
     const completedPerChat = new Map<string, number>();
-    let prev: { chat: string; at: number } | undefined;
+    let prev: { chat: string; at: number; first: boolean } | undefined;
     for (const m of marks.rows) {
       const at = Number(m.at_ms);
-      if (m.completed !== null && prev?.chat === m.chat_id) perStep.push(at - prev.at);
+      if (m.completed !== null && prev?.chat === m.chat_id) {
+        perStep.push(at - prev.at);
+        if (prev.first) firstStep.push(at - prev.at);
+      }
       if (m.completed === true)
         completedPerChat.set(m.chat_id, (completedPerChat.get(m.chat_id) ?? 0) + 1);
-      prev = { chat: m.chat_id, at };
+      prev = { chat: m.chat_id, at, first: m.completed === null };
     }
     const errors = await db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM chats WHERE id = ANY($1) AND status = 'error'",
@@ -272,7 +299,11 @@ async function runPhase(
       wallMs,
       stepsDone: perStep.length,
       stepLatency: stats(perStep),
+      firstStepLatency: stats(firstStep),
       serverRssPeak: servers.map((s) => peaks.get(s.proc.pid!)!),
+      serverCpuS: cpu.slice(0, servers.length),
+      agentCpuS: cpu.slice(servers.length),
+      benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
       agentRssPeak: agentProcs.map((a) => peaks.get(a.proc.pid!)!),
       failedChats,
       toolCallsPerReplica,
@@ -302,8 +333,13 @@ function report(r: PhaseResult): string {
 function details(r: PhaseResult): string {
   return (
     `           steps ${r.stepsDone}/${chats * steps}, chats not completed ${r.failedChats}, ` +
+    `first step (with acquisition) p50 ${fmt(r.firstStepLatency.median, 1)} ms ` +
+    `p99 ${fmt(r.firstStepLatency.p99, 1)} ms\n           ` +
     `tool results committed per replica ${r.toolCallsPerReplica.join(" + ")}, ` +
-    `takeovers ${r.takeovers}, log ${r.logLines} lines (${r.logWarnings} warn+)`
+    `takeovers ${r.takeovers}, log ${r.logLines} lines (${r.logWarnings} warn+)\n` +
+    `           CPU seconds: server ${r.serverCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
+    `agent ${r.agentCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
+    `this process (fake model, polling) ${fmt(r.benchCpuS, 1)}`
   );
 }
 
