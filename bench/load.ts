@@ -54,6 +54,14 @@ async function cpuSeconds(pid: number): Promise<number> {
 /** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere but exotic builds). */
 const CLOCK_TICKS_PER_S = 100;
 
+/** The Postgres backends serving the benchmark's database now (this client's excepted). */
+async function backends(db: pg.Client): Promise<number[]> {
+  const r = await db.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+  );
+  return r.rows.map((x) => x.pid);
+}
+
 /** Peak VmRSS (bytes) of each process, sampled until stopped. */
 function sampleRss(pids: number[]): { stop(): Map<number, number> } {
   const peak = new Map<number, number>(pids.map((p) => [p, 0]));
@@ -131,6 +139,8 @@ interface PhaseResult {
   serverCpuS: number[];
   agentCpuS: number[];
   benchCpuS: number;
+  /** The replicas' Postgres backends (those alive at the end; a backend that closed is missed). */
+  postgresCpuS: number;
   agentRssPeak: number[];
   failedChats: number;
   toolCallsPerReplica: number[];
@@ -204,6 +214,8 @@ async function runPhase(
       [...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)),
     );
     const benchCpuBefore = process.cpuUsage();
+    const pgCpuBefore = new Map<number, number>();
+    for (const pid of await backends(db)) pgCpuBefore.set(pid, await cpuSeconds(pid));
     const t0 = performance.now();
     // Creations go round-robin to the replicas and the workspaces.
     const ids = await pool(
@@ -239,6 +251,10 @@ async function runPhase(
     const wallMs = performance.now() - t0;
     const peaks = rss.stop();
     const benchCpu = process.cpuUsage(benchCpuBefore);
+    let postgresCpuS = 0;
+    for (const pid of await backends(db)) {
+      postgresCpuS += (await cpuSeconds(pid)) - (pgCpuBefore.get(pid) ?? 0);
+    }
     const cpu = (
       await Promise.all([...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)))
     ).map((s, i) => s - cpuBefore[i]!);
@@ -304,6 +320,7 @@ async function runPhase(
       serverCpuS: cpu.slice(0, servers.length),
       agentCpuS: cpu.slice(servers.length),
       benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
+      postgresCpuS,
       agentRssPeak: agentProcs.map((a) => peaks.get(a.proc.pid!)!),
       failedChats,
       toolCallsPerReplica,
@@ -339,6 +356,7 @@ function details(r: PhaseResult): string {
     `takeovers ${r.takeovers}, log ${r.logLines} lines (${r.logWarnings} warn+)\n` +
     `           CPU seconds: server ${r.serverCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
     `agent ${r.agentCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
+    `Postgres backends ${fmt(r.postgresCpuS, 1)}, ` +
     `this process (fake model, polling) ${fmt(r.benchCpuS, 1)}`
   );
 }
