@@ -140,7 +140,15 @@ export class Worker {
     }
     const runner = this.#runners.get(change.chat_id);
     if (runner) runner.onChange(change);
-    else if (change.status === "running" || change.status === "interrupting") this.#kickAcquire();
+    // Only a runnable chat nobody runs can be claimed now. A chat another runner owns is
+    // claimable only once its lease runs out, which the periodic round finds; kicking a round
+    // for each of its changes would make every replica acquire nonstop under load.
+    else if (
+      (change.status === "running" || change.status === "interrupting") &&
+      change.runner_id === null
+    ) {
+      this.#kickAcquire();
+    }
   }
 
   /** Runs an acquisition round now, or once more after the one in progress. */
