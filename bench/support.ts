@@ -28,15 +28,22 @@ export function startScript(file: string): Promise<Child> {
   return startChild(process.execPath, [path.join(ROOT, file)]);
 }
 
-/** Starts a server process and resolves with the URL it prints (`listening on URL`). */
-export function startChild(command: string, args: string[]): Promise<Child> {
+/**
+ * Starts a server process and resolves with the URL it prints (`listening on URL`). Its
+ * stderr goes to ours, or to `o.stderr` (an open file descriptor, e.g. a log file).
+ */
+export function startChild(
+  command: string,
+  args: string[],
+  o: { stderr?: number } = {},
+): Promise<Child> {
   const proc = spawn(command, args, {
     cwd: ROOT,
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", o.stderr ?? "inherit"],
   });
   return new Promise((resolve, reject) => {
     let out = "";
-    proc.stdout.on("data", (c: Buffer) => {
+    proc.stdout!.on("data", (c: Buffer) => {
       out += c.toString();
       const m = /listening on (\S+)/.exec(out);
       if (m) {

@@ -6,9 +6,11 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
+import type { Registry } from "../metrics/index.ts";
 import { authenticate, authRoutes } from "./auth.ts";
 import { chatRoutes } from "./chats.ts";
 import { ApiError, handleError } from "./errors.ts";
+import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
 import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
@@ -38,6 +40,8 @@ export interface ApiOptions {
    * the API serves its own buffer's parts only and refuses every internal route.
    */
   replica?: { workerId: string; secret: string };
+  /** This replica's metrics, served without a token at GET /metrics. */
+  metrics?: Registry;
   /** Fastify's request log (pino, to stdout); off by default. */
   logger?: boolean;
 }
@@ -91,6 +95,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   app.addHook("onClose", async () => ctx.changes.close());
 
   app.get("/api/v1/health", async () => ({ status: "ok" }));
+  metricsRoutes(app, ctx);
   authRoutes(app, ctx);
   userRoutes(app, ctx);
   tokenRoutes(app, ctx);

@@ -115,6 +115,7 @@ export function admin(request: FastifyRequest): Caller {
 /** Routes anyone may call without a token (`METHOD /url` as declared): the web UI's too. */
 const PUBLIC_ROUTES = new Set([
   "GET /api/v1/health",
+  "GET /metrics",
   "POST /api/v1/users/first",
   "POST /api/v1/auth/login",
   "GET /",

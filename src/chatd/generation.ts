@@ -4,6 +4,7 @@
 // decides again; a stale task's commit fails its fence and writes nothing.
 
 import { streamText, type LanguageModel } from "ai";
+import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId } from "../contract/index.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
@@ -16,6 +17,7 @@ import {
   type ChatMessage,
   type ToolCallPart,
 } from "./messages.ts";
+import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.ts";
 import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
 import type { StreamBuffer } from "./stream.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
@@ -32,6 +34,10 @@ export interface GenerationDeps {
   resolveModel(chat: Chat): Promise<LanguageModel>;
   /** The chat's workspace agent, or undefined when the chat has none. */
   resolveAgent(chat: Chat): Promise<AgentClient | undefined>;
+  /** This replica's log, `replica` bound: lines about tool calls, takeovers, interrupts. */
+  log: Logger;
+  /** This replica's metrics. */
+  metrics: ChatdMetrics;
 }
 
 /** Runs one generation action for the chat; resolves once it is committed. */
@@ -115,6 +121,7 @@ async function callModel(
   const runtimeMs = deps.clock.now() - opened;
   const content = parts.parts();
   if (content.length === 0) content.push({ type: "text", text: "" });
+  deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
   await commitStep(deps.db, attemptFence, [
     { role: "assistant", visibility: "both", content, runtimeMs, ...usage },
   ]);
@@ -151,6 +158,10 @@ async function runBatch(
           billable: false,
         };
       }
+      toolCallLog(deps.log, chatId, messageId, call.toolCallId).info(
+        { tool: call.toolName },
+        "tool call sent",
+      );
       deps.buffer.stampCall(chat.id, call.toolCallId, { startedAt: deps.clock.now() });
       deps.buffer.append(chat.id, {
         type: "tool-started",
@@ -194,5 +205,6 @@ async function runBatch(
   );
   await commitStep(deps.db, fence, messages);
   deps.buffer.end(chat.id);
+  toolResultsCommitted(deps, chatId, messageId, messages);
   deps.buffer.endBatch(chat.id);
 }

@@ -9,6 +9,7 @@ import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
+import { toolResultsCommitted } from "./observe.ts";
 import type { EpisodeView } from "./stream.ts";
 import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
 import { finishInterruption, readForTask } from "./transitions.ts";
@@ -22,6 +23,8 @@ export async function interruptTask(
   // One instant for the model window and the running calls' intervals (CHATD.md 9).
   const interruptedAt = deps.clock.now();
   const { chat, history } = await readForTask(deps.db, fence);
+  const log = deps.log.child({ chat_id: chat.id });
+  log.info("interrupt started");
   const messages: NewMessage[] = [];
 
   const episode = deps.buffer.episode(chat.id);
@@ -34,10 +37,18 @@ export async function interruptTask(
   }
 
   const open = unresolvedToolCalls(history);
-  if (open) messages.push(...(await cancelBatch(deps, fence, chat, open, signal, interruptedAt)));
+  const batch = open ? await cancelBatch(deps, fence, chat, open, signal, interruptedAt) : [];
+  messages.push(...batch);
 
   signal.throwIfAborted();
-  await finishInterruption(deps.db, fence, messages);
+  const next = await finishInterruption(deps.db, fence, messages);
+  const durationMs = deps.clock.now() - interruptedAt;
+  deps.metrics.interruptSeconds.observe(durationMs / 1000);
+  if (open) toolResultsCommitted(deps, parseChatId(chat.id)!, toMessageId(open.message.id)!, batch);
+  log.info(
+    { duration_ms: Math.round(durationMs), calls: open?.calls.length ?? 0, next },
+    "interrupt committed",
+  );
   deps.buffer.end(chat.id);
   deps.buffer.endBatch(chat.id);
 }

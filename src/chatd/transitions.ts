@@ -311,6 +311,8 @@ export async function interrupt(db: Database, chatId: string): Promise<Chat["sta
 export interface Acquired {
   chatId: string;
   runnerId: string;
+  /** The worker that owned the chat before (a takeover), or null when nobody did. */
+  previousWorkerId: string | null;
 }
 
 /**
@@ -324,9 +326,9 @@ export async function acquire(
   o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
 ): Promise<Acquired[]> {
   return db.transaction(async (tx) => {
-    const r = await tx.query<{ id: string; runner_id: string }>(
+    const r = await tx.query<{ id: string; runner_id: string; previous_worker_id: string | null }>(
       `WITH claim AS (
-         SELECT c.id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
+         SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
          WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
            AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
                 OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
@@ -337,7 +339,7 @@ export async function acquire(
        UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
                         snapshot_version = snapshot_version + 1, updated_at = now()
        FROM claim WHERE chats.id = claim.id
-       RETURNING chats.id, chats.runner_id`,
+       RETURNING chats.id, chats.runner_id, claim.previous_worker_id`,
       [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false],
     );
     for (const c of r.rows) {
@@ -348,7 +350,11 @@ export async function acquire(
       );
       await notifyChange(tx, c.id);
     }
-    return r.rows.map((c) => ({ chatId: c.id, runnerId: c.runner_id }));
+    return r.rows.map((c) => ({
+      chatId: c.id,
+      runnerId: c.runner_id,
+      previousWorkerId: c.previous_worker_id,
+    }));
   });
 }
 

@@ -5,6 +5,7 @@ import { runAgent } from "./agent.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from "./log.ts";
 
 function listenArg(value: string): string {
   try {
@@ -25,6 +26,12 @@ function httpUrl(value: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:")
     throw new InvalidArgumentError("Must be an http:// or https:// URL.");
   return value;
+}
+
+function logLevel(value: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`Must be one of ${LOG_LEVELS.join(", ")}.`);
+  return value as LogLevel;
 }
 
 function positiveInt(value: string): number {
@@ -84,6 +91,7 @@ export async function main(argv: string[]): Promise<void> {
       "bound on each side-effecting request to an agent",
       positiveInt,
     )
+    .option("--log-level <level>", "least level logged to stderr", logLevel, DEFAULT_LOG_LEVEL)
     .action(
       async (
         o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },

@@ -6,12 +6,12 @@ import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { LanguageModel } from "ai";
-import pino from "pino";
 import { createApi } from "../api/index.ts";
 import { AgentClient, type Clock } from "../contract/index.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
+import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
 import { Worker } from "../chatd/worker/worker.ts";
@@ -22,6 +22,7 @@ import {
   type ProviderName,
 } from "../model/index.ts";
 import { parseListen } from "./listen.ts";
+import { createLogger, DEFAULT_LOG_LEVEL, type LogLevel } from "./log.ts";
 import { stopOnSignals } from "./signals.ts";
 import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
 import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
@@ -44,12 +45,16 @@ export interface ServerOptions {
   clock?: Clock;
   /** Logs go to stderr unless false. */
   log?: boolean;
+  /** The least level logged (default info). */
+  logLevel?: LogLevel;
 }
 
 export interface RunningServer {
   url: string;
   db: Database;
   worker: Worker;
+  /** This replica's metrics, served at GET /metrics. */
+  metrics: ChatdMetrics;
   localAgent: LocalAgent | undefined;
   /**
    * Graceful stop: stop accepting (open streams end), stop waiting (agent work goes on), release
@@ -59,7 +64,9 @@ export interface RunningServer {
 }
 
 export async function startServer(o: ServerOptions): Promise<RunningServer> {
-  const log = pino({ level: o.log === false ? "silent" : "info" }, pino.destination(2));
+  const log = createLogger({
+    level: o.log === false ? "silent" : (o.logLevel ?? DEFAULT_LOG_LEVEL),
+  });
   const { host, port } = parseListen(o.listen);
   await mkdir(o.dataDir, { recursive: true });
   const db = await openDatabase(
@@ -81,10 +88,17 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const models = new Map<string, LanguageModel>();
   const agents = new Map<string, AgentClient>();
   const buffer = new StreamBuffer();
+  // Created per server and passed down: two servers in one process share no values.
+  const metrics = createChatdMetrics(db);
+  // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
+  const workerId = randomUUID();
+  const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
   const worker = new Worker({
     db,
     buffer,
-    workerId: randomUUID(),
+    workerId,
+    log,
+    metrics,
     ...(o.clock && { clock: o.clock }),
     ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
     ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
@@ -133,19 +147,24 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       if (!client) {
         client = new AgentClient({
           baseUrl: w.agent_url,
+          onRequest,
           ...(w.agent_token && { token: w.agent_token }),
         });
         agents.set(key, client);
       }
       return client;
     },
-    onError: (err, ctx) => log.warn({ err, ...ctx }, "worker"),
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
   // Other replicas relay this one's live parts through its internal route, with the secret.
   const secret = await replicaSecret(db);
-  const api = await createApi({ db, buffer, replica: { workerId: worker.id, secret } });
+  const api = await createApi({
+    db,
+    buffer,
+    metrics: metrics.registry,
+    replica: { workerId: worker.id, secret },
+  });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
@@ -155,6 +174,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     url,
     db,
     worker,
+    metrics,
     localAgent,
     async close(c = {}) {
       await api.close();

@@ -1,7 +1,13 @@
 import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentClient, AgentConnectionError, AgentTimeoutError, type ToolCall } from "./client.ts";
+import {
+  AgentClient,
+  AgentConnectionError,
+  AgentTimeoutError,
+  type AgentRequestRecord,
+  type ToolCall,
+} from "./client.ts";
 import type { Clock } from "./clock.ts";
 import { AgentHttpError, ToolCallError } from "./errors.ts";
 import { parseChatId, toMessageId } from "./ids.ts";
@@ -154,5 +160,62 @@ describe("agent client", () => {
       name: "AgentConnectionError",
       phase: "exchange",
     });
+  });
+
+  it("the observer sees each request once: its route template, status, duration and tool call", async () => {
+    const url = await serve((req, res) => {
+      if (req.url?.startsWith("/api/v0/processes/a%2Fb/output")) {
+        json(res, 404, { message: "Process not found." });
+      } else json(res, 200, { id: "x", started: true });
+    });
+    const seen: AgentRequestRecord[] = [];
+    const c = new AgentClient({
+      baseUrl: url,
+      onRequest: (r) => {
+        seen.push(r);
+        throw new Error("an observer that throws changes nothing");
+      },
+    });
+    clients.push(c);
+    await c.startProcess({ command: "true" }, { toolCall: TC });
+    await expect(c.processOutput("a/b", { chatId: TC.chatId })).rejects.toBeInstanceOf(
+      AgentHttpError,
+    );
+    expect(seen).toEqual([
+      {
+        route: "POST /api/v0/processes/start",
+        durationMs: expect.any(Number) as number,
+        status: 200,
+        aborted: false,
+        toolCall: TC,
+        chatId: TC.chatId,
+      },
+      {
+        route: "GET /api/v0/processes/{id}/output",
+        durationMs: expect.any(Number) as number,
+        status: 404,
+        aborted: false,
+        chatId: TC.chatId,
+      },
+    ]);
+    expect(seen[0]!.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("the observer tells a failed request from one the caller stopped waiting for", async () => {
+    const url = await serve(() => undefined); // never answers
+    const seen: AgentRequestRecord[] = [];
+    const c = new AgentClient({ baseUrl: url, onRequest: (r) => seen.push(r) });
+    clients.push(c);
+    await expect(c.info({ timeoutMs: 50 })).rejects.toBeInstanceOf(AgentTimeoutError);
+    const ac = new AbortController();
+    const pending = c.cancelToolCall(TC, 0, { signal: ac.signal });
+    setTimeout(() => ac.abort(new Error("stop waiting")), 20);
+    await expect(pending).rejects.toThrow("stop waiting");
+    expect(seen).toMatchObject([
+      { route: "GET /api/v0/info", aborted: false, error: expect.any(AgentTimeoutError) },
+      { route: "POST /api/v0/tool-calls/{id}/cancel", aborted: true, toolCall: TC },
+    ]);
+    expect(seen.map((r) => r.status)).toEqual([undefined, undefined]);
+    expect(seen[0]!.durationMs).toBeGreaterThanOrEqual(40);
   });
 });

@@ -60,6 +60,29 @@ export interface AgentClientOptions {
   /** Measures the time spent connecting; the real clock by default. */
   clock?: Clock;
   defaultTimeoutMs?: number;
+  /**
+   * Told about every request when it ends — answered, failed or aborted — for metrics and
+   * logs. It runs on the request's path, so it must be quick; what it throws is ignored.
+   */
+  onRequest?: (r: AgentRequestRecord) => void;
+}
+
+/** One request as the `onRequest` observer sees it. */
+export interface AgentRequestRecord {
+  /** `METHOD /path` with IDs as `{id}`: few distinct values, fit for a metric label. */
+  route: string;
+  /** From the call to its end, on the client's clock. */
+  durationMs: number;
+  /** The answer's status, when an answer came. */
+  status?: number;
+  /** Why no answer came (connection, timeout), or the caller's abort reason. */
+  error?: unknown;
+  /** The caller's own signal ended the request: it stopped waiting, the agent did not fail. */
+  aborted: boolean;
+  /** The tool call the request acted for, if any. */
+  toolCall?: ToolCall;
+  /** The chat a read-only request acted for, if any. */
+  chatId?: ChatId;
 }
 
 /** The agent could not be reached, or the connection failed before a full answer arrived. */
@@ -93,6 +116,8 @@ interface RawAnswer {
 interface RequestSpec {
   method: "GET" | "POST";
   path: string;
+  /** The route template, for the observer (default: `METHOD path`). */
+  route?: string;
   query?: Record<string, string | number | boolean | undefined>;
   body?: Buffer;
   contentType?: string;
@@ -105,6 +130,7 @@ export class AgentClient {
   readonly #token: string | undefined;
   readonly #clock: Clock;
   readonly #defaultTimeoutMs: number;
+  readonly #onRequest: ((r: AgentRequestRecord) => void) | undefined;
   readonly #keepAlive = new http.Agent({ keepAlive: true });
 
   constructor(options: AgentClientOptions) {
@@ -114,6 +140,7 @@ export class AgentClient {
     this.#token = options.token;
     this.#clock = options.clock ?? realClock;
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#onRequest = options.onRequest;
   }
 
   /** Closes idle keep-alive connections. */
@@ -141,6 +168,7 @@ export class AgentClient {
     const spec: RequestSpec = {
       method: "GET",
       path: `/api/v0/processes/${encodeURIComponent(id)}/output`,
+      route: "GET /api/v0/processes/{id}/output",
       query: { wait: o.wait ? "true" : undefined },
     };
     if (o.chatId) spec.chatId = o.chatId;
@@ -163,7 +191,8 @@ export class AgentClient {
     opts: CallOptions = {},
   ): Promise<MessageResponse> {
     const path = `/api/v0/processes/${encodeURIComponent(id)}/signal`;
-    return parse(await this.#json("POST", path, { signal }, scope, opts)) as MessageResponse;
+    const spec = { route: "POST /api/v0/processes/{id}/signal", ...scope };
+    return parse(await this.#json("POST", path, { signal }, spec, opts)) as MessageResponse;
   }
 
   /** Cancels a tool call; the run age comes from the answer's header (0 when absent). */
@@ -175,7 +204,8 @@ export class AgentClient {
     const id = toolCallUuid(toolCall.chatId, toolCall.messageId, toolCall.toolCallId);
     const path = `/api/v0/tool-calls/${id}/cancel`;
     const body = { stop_if_run_age_below_ms: Math.trunc(stopIfRunAgeBelowMs) };
-    const a = await this.#json("POST", path, body, { toolCall }, opts);
+    const spec = { route: "POST /api/v0/tool-calls/{id}/cancel", toolCall };
+    const a = await this.#json("POST", path, body, spec, opts);
     return { ...(parse(a) as CancelToolCallResponse), runAgeMs: a.runAgeMs };
   }
 
@@ -249,7 +279,7 @@ export class AgentClient {
     method: "POST",
     path: string,
     value: unknown,
-    scope: { toolCall?: ToolCall; chatId?: ChatId },
+    scope: { toolCall?: ToolCall; chatId?: ChatId; route?: string },
     opts: CallOptions,
   ): Promise<RawAnswer> {
     return this.#expectOk(
@@ -299,11 +329,44 @@ export class AgentClient {
     const signal = opts.signal
       ? AbortSignal.any([opts.signal, controller.signal])
       : controller.signal;
+    const began = this.#clock.now();
+    let answer: RawAnswer | undefined;
+    let error: unknown;
     try {
       signal.throwIfAborted();
-      return await this.#exchange(spec, signal);
+      answer = await this.#exchange(spec, signal);
+      return answer;
+    } catch (err) {
+      error = err;
+      throw err;
     } finally {
       clearTimeout(timer);
+      this.#observe(spec, began, answer, error, opts.signal?.aborted === true);
+    }
+  }
+
+  #observe(
+    spec: RequestSpec,
+    began: number,
+    answer: RawAnswer | undefined,
+    error: unknown,
+    aborted: boolean,
+  ): void {
+    if (!this.#onRequest) return;
+    const r: AgentRequestRecord = {
+      route: spec.route ?? `${spec.method} ${spec.path}`,
+      durationMs: this.#clock.now() - began,
+      aborted,
+    };
+    if (answer) r.status = answer.status;
+    else r.error = error;
+    if (spec.toolCall) r.toolCall = spec.toolCall;
+    const chatId = spec.chatId ?? spec.toolCall?.chatId;
+    if (chatId) r.chatId = chatId;
+    try {
+      this.#onRequest(r);
+    } catch {
+      // An observer's failure is not the request's.
     }
   }
 

@@ -37,6 +37,7 @@ async function ownedChat(db: Database, workerId = randomUUID()) {
     message: "hi",
   });
   const [claim] = await acquire(db, workerId, { leaseMs: 60_000, limit: 10 });
+  expect(claim!.previousWorkerId).toBeNull(); // nobody owned the new chat: no takeover
   const now = (await loadChat(db, chat.id))!;
   const fence: Fence = {
     chatId: chat.id,
@@ -158,6 +159,7 @@ describeDatabases("transitions", (db) => {
     );
     const taken = await acquire(db(), other, { leaseMs: 60_000, limit: 10 });
     expect(taken.map((t) => t.chatId)).toEqual([chatId]);
+    expect(taken[0]!.previousWorkerId).toBe(workerId); // a takeover names whom it took from
     expect((await heartbeat(db(), workerId)).size).toBe(0); // the old owner learns it lost the chat
     expect(await loadChat(db(), chatId)).toMatchObject({
       workerId: other,

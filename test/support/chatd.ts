@@ -47,7 +47,6 @@ export async function seed(
 /** A worker whose models and agents come from the rows, with test-sized timings. */
 export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker {
   const clients = new Map<string, AgentClient>();
-  const errors: unknown[] = [];
   return new Worker({
     db,
     buffer: new StreamBuffer(),
@@ -76,7 +75,6 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
       if (!c) clients.set(url, (c = new AgentClient({ baseUrl: url })));
       return c;
     },
-    onError: (err) => errors.push(err),
     ...o,
   });
 }

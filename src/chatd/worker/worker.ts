@@ -5,10 +5,12 @@
 // also keeps this replica's row in the registry (replicas.ts) with the same heartbeat.
 
 import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
 import type { Fence } from "../chats.ts";
 import { generationTask, type GenerationDeps } from "../generation.ts";
 import { interruptTask } from "../interrupt.ts";
+import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
   abandon,
   acquire,
@@ -30,8 +32,15 @@ export const ACQUIRE_LIMIT = 100;
 /** A runner whose task ended without changing the chat waits this long before it looks again. */
 export const IDLE_RECHECK_MS = 1_000;
 
-export interface WorkerOptions extends Omit<GenerationDeps, "clock"> {
+export interface WorkerOptions extends Omit<GenerationDeps, "clock" | "log" | "metrics"> {
   clock?: Clock;
+  /**
+   * Where the worker logs (it binds `replica`, its ID): tool calls, takeovers, interrupts,
+   * and the errors it handles (task retries, lost heartbeats). Silent by default.
+   */
+  log?: Logger;
+  /** This replica's metrics; a fresh set of its own by default. */
+  metrics?: ChatdMetrics;
   workerId?: string;
   leaseMs?: number;
   heartbeatMs?: number;
@@ -39,8 +48,6 @@ export interface WorkerOptions extends Omit<GenerationDeps, "clock"> {
   attemptTimeoutMs?: number;
   backoffMinMs?: number;
   backoffMaxMs?: number;
-  /** Errors the worker handles but a person may want to see. */
-  onError?: (err: unknown, context: { chatId?: string; what: string }) => void;
 }
 
 export class Worker {
@@ -60,11 +67,21 @@ export class Worker {
   constructor(o: WorkerOptions) {
     this.id = o.workerId ?? randomUUID();
     this.#o = o;
-    this.#deps = { ...o, clock: o.clock ?? realClock };
+    this.#deps = {
+      ...o,
+      clock: o.clock ?? realClock,
+      log: (o.log ?? silentLogger()).child({ replica: this.id }),
+      metrics: o.metrics ?? createChatdMetrics(o.db),
+    };
   }
 
   get clock(): Clock {
     return this.#deps.clock;
+  }
+
+  /** This worker's log, `replica` bound. */
+  get log(): Logger {
+    return this.#deps.log;
   }
 
   /** Chats this worker runs now. */
@@ -128,7 +145,7 @@ export class Worker {
   }
 
   #error(err: unknown, chatId: string | undefined, what: string): void {
-    this.#o.onError?.(err, { ...(chatId && { chatId }), what });
+    this.#deps.log.warn({ err, ...(chatId && { chat_id: chatId }) }, `${what} failed`);
   }
 
   #onChange(payload: string): void {
@@ -140,7 +157,15 @@ export class Worker {
     }
     const runner = this.#runners.get(change.chat_id);
     if (runner) runner.onChange(change);
-    else if (change.status === "running" || change.status === "interrupting") this.#kickAcquire();
+    // Only a runnable chat nobody runs can be claimed now. A chat another runner owns is
+    // claimable only once its lease runs out, which the periodic round finds; kicking a round
+    // for each of its changes would make every replica acquire nonstop under load.
+    else if (
+      (change.status === "running" || change.status === "interrupting") &&
+      change.runner_id === null
+    ) {
+      this.#kickAcquire();
+    }
   }
 
   /** Runs an acquisition round now, or once more after the one in progress. */
@@ -163,7 +188,16 @@ export class Worker {
             limit: ACQUIRE_LIMIT,
             ignoreLeases: takeOverAll,
           });
-          for (const c of claimed) this.#startRunner(c.chatId, c.runnerId);
+          for (const c of claimed) {
+            if (c.previousWorkerId !== null) {
+              this.#deps.metrics.leaseTakeovers.inc();
+              this.#deps.log.info(
+                { chat_id: c.chatId, previous_replica: c.previousWorkerId },
+                "took over chat",
+              );
+            }
+            this.#startRunner(c.chatId, c.runnerId);
+          }
         } catch (err) {
           this.#error(err, undefined, "acquire");
         }
@@ -178,8 +212,10 @@ export class Worker {
     this.#runners.get(chatId)?.stop();
     const runner = new Runner(this, this.#deps, this.#o, chatId, runnerId);
     this.#runners.set(chatId, runner);
+    this.#deps.metrics.chatsOwned.set(this.#runners.size);
     void runner.done.then(() => {
       if (this.#runners.get(chatId) === runner) this.#runners.delete(chatId);
+      this.#deps.metrics.chatsOwned.set(this.#runners.size);
     });
   }
 
@@ -215,7 +251,7 @@ class Runner {
     readonly runnerId: string,
   ) {
     this.done = this.#loop().catch((err: unknown) =>
-      this.o.onError?.(err, { chatId, what: "runner" }),
+      deps.log.warn({ err, chat_id: chatId }, "runner failed"),
     );
   }
 
@@ -276,7 +312,10 @@ class Runner {
         ...(this.o.backoffMinMs !== undefined && { backoffMinMs: this.o.backoffMinMs }),
         ...(this.o.backoffMaxMs !== undefined && { backoffMaxMs: this.o.backoffMaxMs }),
         onRetry: async (err, attempt, delayMs) => {
-          this.o.onError?.(err, { chatId: this.chatId, what: `task attempt ${attempt}` });
+          this.deps.log.warn(
+            { err, chat_id: this.chatId, attempt, delay_ms: delayMs },
+            "task attempt failed; retrying",
+          );
           await recordRetryState(this.deps.db, fence, {
             attempt,
             delay_ms: delayMs,
@@ -284,6 +323,7 @@ class Runner {
           }).catch(() => undefined);
         },
         onPermanentFailure: async (err) => {
+          this.deps.log.warn({ err, chat_id: this.chatId }, "task failed; the turn ends in error");
           await finishError(this.deps.db, fence, {
             message: err instanceof Error ? err.message : String(err),
           }).catch(() => undefined);

@@ -1,0 +1,94 @@
+// `bin/tether server` as a child process for tests: started in its own process group, its
+// stderr (the JSON log) kept for the test to read, and killed with its group afterwards.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+
+export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
+
+export interface ServerProcess {
+  proc: ChildProcess;
+  url: string;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  /** The stderr lines that are JSON log lines, parsed. */
+  logLines(): Record<string, unknown>[];
+}
+
+/**
+ * Starts `bin/tether server --listen 127.0.0.1:0 ...args` and resolves once it prints its
+ * listening line. `cleanup` receives the kill of its process group, for the test's afterEach.
+ */
+export function startServerProcess(
+  args: string[],
+  cwd: string,
+  cleanup: (fn: () => void) => void,
+): Promise<ServerProcess> {
+  const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
+    cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  cleanup(() => {
+    try {
+      process.kill(-proc.pid!, "SIGKILL");
+    } catch {
+      // gone
+    }
+  });
+  let err = "";
+  proc.stderr.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (process.env.TETHER_TEST_SERVER_LOG) process.stderr.write(c);
+  });
+  const logLines = () =>
+    err.split("\n").flatMap((l) => {
+      try {
+        return l.startsWith("{") ? [JSON.parse(l) as Record<string, unknown>] : [];
+      } catch {
+        return [];
+      }
+    });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+      if (m) resolve({ proc, url: m[1]!, stderr: () => err, logLines });
+    });
+    proc.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+/** One JSON request to a server's API; throws on a non-2xx answer. */
+export async function api<T>(
+  url: string,
+  token: string | undefined,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(new URL(route, url), {
+    method,
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** A Prometheus text scrape as `name{labels}` → value (labels exactly as written). */
+export function parseExposition(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})?) (\S+)$/.exec(line);
+    if (!m) throw new Error(`Not a sample line: ${line}`);
+    const v = m[2]!;
+    samples.set(m[1]!, v === "+Inf" ? Infinity : v === "-Inf" ? -Infinity : Number(v));
+  }
+  return samples;
+}
