@@ -2,15 +2,14 @@
 // embedded database, a local workspace agent, real HTTP.
 
 import { randomInt } from "node:crypto";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
-
-const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
+import { alive, api, BIN, startServerProcess } from "../support/server.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -21,56 +20,6 @@ async function tempDir(): Promise<string> {
   const d = await mkdtemp(path.join(os.tmpdir(), "tether-server-"));
   cleanups.push(() => rm(d, { recursive: true, force: true }));
   return d;
-}
-
-interface Server {
-  proc: ChildProcess;
-  url: string;
-}
-
-/**
- * Starts `bin/tether server` in its own process group and waits for its listening line. After
- * the test it is stopped gracefully (which stops its local agent), or killed with its group,
- * and a local agent it left (a crash leaves it running, by design) is killed too.
- */
-function startServer(args: string[], cwd: string): Promise<Server> {
-  const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
-    cwd,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise<void>((r) => proc.once("exit", () => r()));
-  cleanups.push(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill("SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    }
-    try {
-      process.kill(-proc.pid!, "SIGKILL");
-    } catch {
-      // gone
-    }
-    const i = args.indexOf("--data-dir");
-    const dataDir = path.resolve(cwd, i >= 0 ? args[i + 1]! : ".tether");
-    const agent = await readFile(path.join(dataDir, "local-agent.json"), "utf8")
-      .then((t) => (JSON.parse(t) as { pid: number }).pid)
-      .catch(() => undefined);
-    if (agent !== undefined && alive(agent)) process.kill(agent, "SIGKILL");
-  });
-  let err = "";
-  proc.stderr.on("data", (c: Buffer) => {
-    err += c.toString();
-    if (process.env.TETHER_TEST_SERVER_LOG) process.stderr.write(c);
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    proc.stdout.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
-      if (m) resolve({ proc, url: m[1]! });
-    });
-    proc.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
 }
 
 function run(
@@ -116,33 +65,8 @@ function sleepRunning(duration: string): boolean {
   return spawnSync("pgrep", ["-f", `sleep ${duration}`]).status === 0;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function api<T>(
-  url: string,
-  token: string | undefined,
-  method: string,
-  route: string,
-  body?: unknown,
-): Promise<T> {
-  const res = await fetch(new URL(route, url), {
-    method,
-    headers: {
-      ...(token && { authorization: `Bearer ${token}` }),
-      ...(body !== undefined && { "content-type": "application/json" }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+const startServer = (args: string[], cwd: string) =>
+  startServerProcess(args, cwd, (fn) => cleanups.push(fn));
 
 describe("bin/tether server", () => {
   it("runs on the embedded database with the demo model and a local workspace; bin/tether chat drives it", async () => {

@@ -1,7 +1,10 @@
 // `bin/tether server` as a child process for tests: started in its own process group, its
-// stderr (the JSON log) kept for the test to read, and killed with its group afterwards.
+// stderr (the JSON log) kept for the test to read, and stopped afterwards — gracefully (which
+// stops its local agent), else killed with its group, and a local agent it left behind (a
+// crash leaves it running, by design) killed too.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
@@ -16,25 +19,36 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `bin/tether server --listen 127.0.0.1:0 ...args` and resolves once it prints its
- * listening line. `cleanup` receives the kill of its process group, for the test's afterEach.
+ * Starts `bin/tether server --listen 127.0.0.1:0 ...args` in `cwd` and resolves once it prints
+ * its listening line. `cleanup` receives its stop, for the test's afterEach.
  */
 export function startServerProcess(
   args: string[],
   cwd: string,
-  cleanup: (fn: () => void) => void,
+  cleanup: (fn: () => Promise<void>) => void,
 ): Promise<ServerProcess> {
   const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
     cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  cleanup(() => {
+  const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+  cleanup(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    }
     try {
       process.kill(-proc.pid!, "SIGKILL");
     } catch {
       // gone
     }
+    const i = args.indexOf("--data-dir");
+    const dataDir = path.resolve(cwd, i >= 0 ? args[i + 1]! : ".tether");
+    const agent = await readFile(path.join(dataDir, "local-agent.json"), "utf8")
+      .then((t) => (JSON.parse(t) as { pid: number }).pid)
+      .catch(() => undefined);
+    if (agent !== undefined && alive(agent)) process.kill(agent, "SIGKILL");
   });
   let err = "";
   proc.stderr.on("data", (c: Buffer) => {
@@ -91,4 +105,13 @@ export function parseExposition(text: string): Map<string, number> {
     samples.set(m[1]!, v === "+Inf" ? Infinity : v === "-Inf" ? -Infinity : Number(v));
   }
   return samples;
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
