@@ -14,6 +14,7 @@ import { loadChat } from "../chatd/transitions.ts";
 import type { ApiContext } from "./app.ts";
 import { REPLICA_SECRET_HEADER } from "./auth.ts";
 import { IdParams, parse } from "./errors.ts";
+import { openLongResponse } from "./long-response.ts";
 
 /** The owner's live parts of a chat, as NDJSON: one PartEvent a line; empty lines keep alive. */
 export const partsRoute = (chatId: string): string => `/internal/v1/chats/${chatId}/parts`;
@@ -31,35 +32,19 @@ export function internalRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // The replica secret was checked by the onRequest hook (auth.ts).
   app.get("/internal/v1/chats/:id/parts", async (request, reply) => {
     const { id } = parse(IdParams, request.params, "path");
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      "content-type": "application/x-ndjson; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
+    const out = openLongResponse(ctx, reply, {
+      headers: {
+        "content-type": "application/x-ndjson; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+      },
+      heartbeatMs: PARTS_HEARTBEAT_MS,
+      heartbeat: "\n",
+      maxBufferedBytes: PARTS_MAX_BUFFERED_BYTES,
     });
-    res.flushHeaders(); // the relay knows it is connected before the first part
-    let closed = false;
-    const cleanups: (() => void)[] = [];
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      for (const c of cleanups.splice(0)) c();
-      ctx.streams.delete(close);
-      res.end();
-    };
-    const write = (line: string): void => {
-      if (closed) return;
-      res.write(`${line}\n`);
-      if (res.writableLength > PARTS_MAX_BUFFERED_BYTES) close();
-    };
-    ctx.streams.add(close);
-    res.on("close", close);
-    if (request.raw.socket.destroyed) close();
-    const heartbeat = setInterval(() => write(""), PARTS_HEARTBEAT_MS);
-    cleanups.push(() => clearInterval(heartbeat));
     // Synchronous together: the episode so far, then every later part, none twice.
-    for (const e of ctx.buffer.parts(id)) write(JSON.stringify(e));
-    if (!closed) cleanups.push(ctx.buffer.subscribe(id, (e) => write(JSON.stringify(e))));
+    for (const e of ctx.buffer.parts(id)) out.write(`${JSON.stringify(e)}\n`);
+    if (!out.closed)
+      out.onClose(ctx.buffer.subscribe(id, (e) => out.write(`${JSON.stringify(e)}\n`)));
   });
 }
 

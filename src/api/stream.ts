@@ -16,6 +16,7 @@ import { caller } from "./auth.ts";
 import { ownedChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
+import { openLongResponse } from "./long-response.ts";
 import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
 
 /** A comment line goes out this often, so proxies and clients see the stream is alive. */
@@ -97,32 +98,36 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const query = parse(StreamQuery, request.query, "query");
     await ownedChat(ctx, user, id);
 
-    const res = reply.raw;
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;
     let started = false;
-    let closed = false;
     let refreshing = false;
     let again = false;
-    const cleanups: (() => void)[] = [];
-
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      for (const c of cleanups.splice(0)) c();
-      ctx.streams.delete(close);
-      res.end();
-    };
+    // Subscribed before history is read: a commit after the read is announced after it.
+    // A change before the first refresh is covered by it.
+    const unsubscribeChanges = await ctx.changes.subscribe(id, () => {
+      if (started) void refresh();
+    });
+    const out = openLongResponse(ctx, reply, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        connection: "keep-alive",
+        "x-accel-buffering": "no",
+      },
+      heartbeatMs: SSE_HEARTBEAT_MS,
+      heartbeat: ": heartbeat\n\n",
+      maxBufferedBytes: SSE_MAX_BUFFERED_BYTES,
+    });
+    out.onClose(unsubscribeChanges);
     const send = (event: string, data: unknown, eventId?: string): void => {
-      if (closed) return;
-      res.write(
+      out.write(
         `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
       );
-      if (res.writableLength > SSE_MAX_BUFFERED_BYTES) close();
     };
     const fail = (message: string): void => {
       send("error", { message });
-      close();
+      out.close();
     };
     // Every part, local or relayed, passes the cursor: none twice, none from a stale episode.
     const cursor = new PartCursor();
@@ -153,7 +158,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           if (chat.status !== lastStatus) send("status", { status: (lastStatus = chat.status) });
           cursor.floor(chat.historyVersion, chat.generationAttempt);
           relay?.follow(chat.workerId);
-        } while (again && !closed);
+        } while (again && !out.closed);
       } catch (err) {
         request.log.error({ err }, "chat stream refresh failed");
         fail("The stream lost the database; reconnect with after_id set to the last message ID.");
@@ -162,27 +167,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       }
     };
 
-    // Subscribed before history is read: a commit after the read is announced after it.
-    // A change before the first refresh is covered by it.
-    const unsubscribeChanges = await ctx.changes.subscribe(id, () => {
-      if (started) void refresh();
-    });
-    reply.hijack();
-    res.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    });
-    cleanups.push(unsubscribeChanges);
-    ctx.streams.add(close);
-    res.on("close", close);
-    if (request.raw.socket.destroyed) close(); // gone before the listener was attached
-    const heartbeat = setInterval(() => {
-      if (!closed) res.write(": heartbeat\n\n");
-    }, SSE_HEARTBEAT_MS);
-    cleanups.push(() => clearInterval(heartbeat));
-    if (ctx.replica && !closed) {
+    if (ctx.replica && !out.closed) {
       const r = new OwnerRelay({
         db: ctx.db,
         chatId: id,
@@ -192,14 +177,14 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
       });
       relay = r;
-      cleanups.push(() => r.close());
+      out.onClose(() => r.close());
     }
 
     started = true;
     await refresh();
-    if (closed) return;
+    if (out.closed) return;
     // Synchronous together: the episode so far, then every later part.
     for (const e of ctx.buffer.parts(id)) sendPart(e);
-    cleanups.push(ctx.buffer.subscribe(id, sendPart));
+    out.onClose(ctx.buffer.subscribe(id, sendPart));
   });
 }

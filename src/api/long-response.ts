@@ -1,0 +1,62 @@
+// A response that stays open (the SSE chat stream, the replicas' parts feed): hijacked from
+// Fastify, ended by the client leaving, by the API closing (ctx.streams), or by a client that
+// lets too much pile up unread; a heartbeat line keeps proxies and readers sure it is alive.
+
+import type { ServerResponse } from "node:http";
+import type { FastifyReply } from "fastify";
+import type { ApiContext } from "./app.ts";
+
+export interface LongResponse {
+  readonly closed: boolean;
+  /** Writes `chunk`, unless closed; a reader too far behind is cut off (it reconnects). */
+  write(chunk: string): void;
+  /** Runs `fn` once when the response closes, whatever closes it. */
+  onClose(fn: () => void): void;
+  close(): void;
+}
+
+export function openLongResponse(
+  ctx: ApiContext,
+  reply: FastifyReply,
+  o: {
+    headers: Record<string, string>;
+    heartbeatMs: number;
+    heartbeat: string;
+    maxBufferedBytes: number;
+  },
+): LongResponse {
+  reply.hijack();
+  const res: ServerResponse = reply.raw;
+  res.writeHead(200, o.headers);
+  res.flushHeaders(); // the reader knows it is connected before the first write
+  let closed = false;
+  const cleanups: (() => void)[] = [];
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    for (const c of cleanups.splice(0)) c();
+    ctx.streams.delete(close);
+    res.end();
+  };
+  const write = (chunk: string): void => {
+    if (closed) return;
+    res.write(chunk);
+    if (res.writableLength > o.maxBufferedBytes) close();
+  };
+  ctx.streams.add(close);
+  res.on("close", close);
+  if (reply.request.raw.socket.destroyed) close(); // gone before the listener was attached
+  const heartbeat = setInterval(() => write(o.heartbeat), o.heartbeatMs);
+  cleanups.push(() => clearInterval(heartbeat));
+  return {
+    get closed() {
+      return closed;
+    },
+    write,
+    onClose: (fn) => {
+      if (closed) fn();
+      else cleanups.push(fn);
+    },
+    close,
+  };
+}
