@@ -118,6 +118,9 @@ async function callModel(
         break;
     }
   }
+  // A stream cut off by our own abort (a stop, an attempt timeout, a stale task) ends with an
+  // `abort` part rather than an error: what it holds is not the model's answer.
+  signal.throwIfAborted();
   const runtimeMs = deps.clock.now() - opened;
   const content = parts.parts();
   if (content.length === 0) content.push({ type: "text", text: "" });

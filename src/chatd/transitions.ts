@@ -332,7 +332,6 @@ export async function acquire(
          WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
            AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
                 OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
-           AND c.worker_id IS DISTINCT FROM $1
          ORDER BY c.updated_at
          LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
@@ -358,13 +357,22 @@ export async function acquire(
   });
 }
 
-/** Renews the lease of every chat this worker owns, in one statement; answers those still owned. */
-export async function heartbeat(db: Database, workerId: string): Promise<Set<string>> {
+/**
+ * Renews, in one statement, the lease of every chat this worker still owns through one of
+ * `runnerIds` (its live runners); answers those chats. A chat owned in the database with no
+ * live runner is not renewed, so its lease runs out and it is acquired again.
+ */
+export async function heartbeat(
+  db: Database,
+  workerId: string,
+  runnerIds: string[],
+): Promise<Set<string>> {
   const r = await db.query<{ chat_id: string }>(
     `UPDATE chat_heartbeats h SET heartbeat_at = now() FROM chats c
      WHERE c.id = h.chat_id AND c.worker_id = $1 AND c.runner_id = h.runner_id
+       AND h.runner_id = ANY($2::uuid[])
      RETURNING h.chat_id`,
-    [workerId],
+    [workerId, runnerIds],
   );
   return new Set(r.rows.map((x) => x.chat_id));
 }

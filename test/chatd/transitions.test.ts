@@ -131,6 +131,7 @@ describeDatabases("transitions", (db) => {
   it("a finished turn lets the chat go: waiting, unowned, no lease", async () => {
     const { chatId, fence, workerId } = await ownedChat(db());
     await commitStep(db(), fence, [answer("done")]);
+    const runners = [fence.runnerId];
     const chat = (await loadChat(db(), chatId))!;
     expect(await finishTurn(db(), { ...fence, historyVersion: chat.historyVersion })).toBe(
       "waiting",
@@ -140,18 +141,21 @@ describeDatabases("transitions", (db) => {
       workerId: null,
       runnerId: null,
     });
-    expect((await heartbeat(db(), workerId)).size).toBe(0);
+    expect((await heartbeat(db(), workerId, runners)).size).toBe(0);
   });
 
   it("acquire claims unowned chats and chats whose lease is stale, never a fresh lease", async () => {
-    const { chatId, workerId } = await ownedChat(db());
+    const { chatId, workerId, fence } = await ownedChat(db());
+    const runners = [fence.runnerId];
     const other = randomUUID();
     expect(await acquire(db(), other, { leaseMs: 60_000, limit: 10 })).toEqual([]);
     await db().query(
       "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
       [chatId],
     );
-    expect(await heartbeat(db(), workerId)).toEqual(new Set([chatId])); // the owner renews it
+    // Only through a live runner: the same worker without one does not renew the lease.
+    expect((await heartbeat(db(), workerId, [])).size).toBe(0);
+    expect(await heartbeat(db(), workerId, runners)).toEqual(new Set([chatId])); // the owner renews it
     expect(await acquire(db(), other, { leaseMs: 60_000, limit: 10 })).toEqual([]);
     await db().query(
       "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
@@ -160,10 +164,22 @@ describeDatabases("transitions", (db) => {
     const taken = await acquire(db(), other, { leaseMs: 60_000, limit: 10 });
     expect(taken.map((t) => t.chatId)).toEqual([chatId]);
     expect(taken[0]!.previousWorkerId).toBe(workerId); // a takeover names whom it took from
-    expect((await heartbeat(db(), workerId)).size).toBe(0); // the old owner learns it lost the chat
+    expect((await heartbeat(db(), workerId, runners)).size).toBe(0); // the old owner learns it lost the chat
     expect(await loadChat(db(), chatId)).toMatchObject({
       workerId: other,
       runnerId: taken[0]!.runnerId,
     });
+  });
+
+  it("a worker acquires its own chat again once its lease is stale (it has no live runner)", async () => {
+    const { chatId, workerId, fence } = await ownedChat(db());
+    expect(await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 })).toEqual([]);
+    await db().query(
+      "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
+      [chatId],
+    );
+    const again = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
+    expect(again.map((t) => t.chatId)).toEqual([chatId]);
+    expect(again[0]!.runnerId).not.toBe(fence.runnerId);
   });
 });

@@ -62,7 +62,8 @@ export async function runTaskWithRetry(
       return;
     } catch (err) {
       if (signal.aborted || isExpectedExit(err)) return;
-      if (isPermanent(err) && o.onPermanentFailure) {
+      // An attempt we cut off (its timeout) failed because of that, whatever the error says.
+      if (isPermanent(err) && !ac.signal.aborted && o.onPermanentFailure) {
         await o.onPermanentFailure(err);
         return;
       }

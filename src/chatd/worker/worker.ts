@@ -221,8 +221,17 @@ export class Worker {
 
   async #heartbeat(): Promise<void> {
     try {
-      const owned = await heartbeat(this.#deps.db, this.id);
-      for (const [chatId, r] of this.#runners) if (!owned.has(chatId)) r.stop();
+      // Only the runners alive when the statement starts: a chat acquired while it runs is
+      // missing from its snapshot, and its new runner must not be taken for one that lost it.
+      const live = new Map(this.#runners);
+      const owned = await heartbeat(
+        this.#deps.db,
+        this.id,
+        [...live.values()].map((r) => r.runnerId),
+      );
+      for (const [chatId, r] of live) {
+        if (!owned.has(chatId) && this.#runners.get(chatId) === r) r.stop();
+      }
     } catch (err) {
       this.#error(err, undefined, "heartbeat");
     }
