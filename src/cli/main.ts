@@ -67,6 +67,11 @@ export async function main(argv: string[]): Promise<void> {
       "bound on each side-effecting request to an agent",
       positiveInt,
     )
+    .option(
+      "--task-timeout-ms <n>",
+      "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
+      positiveInt,
+    )
     .action(
       async (
         o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },

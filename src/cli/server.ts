@@ -37,6 +37,8 @@ export interface ServerOptions {
   leaseMs?: number;
   heartbeatMs?: number;
   agentAnswerTimeoutMs?: number;
+  /** Bound on each task attempt (the Worker's attemptTimeoutMs); 15 minutes when unset. */
+  taskTimeoutMs?: number;
   clock?: Clock;
   /** Logs go to stderr unless false. */
   log?: boolean;
@@ -80,6 +82,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.clock && { clock: o.clock }),
     ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
     ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
+    ...(o.taskTimeoutMs !== undefined && { attemptTimeoutMs: o.taskTimeoutMs }),
     agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
     toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
     resolveModel: async (chat: Chat) => {
