@@ -143,6 +143,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
   await worker.start({ takeOverAll: !o.postgresUrl });
+  // Which replica owns which chat (chats.worker_id) is only readable with this ID.
+  log.info({ workerId: worker.id }, "worker started");
 
   return {
     url,
