@@ -37,6 +37,8 @@ export interface CampaignOptions {
   faultWindowMs: number;
   /** After the faults stop, chats must be settled within this time. */
   settleMs: number;
+  /** Keep the logs and workspaces even without violations. */
+  keepWorkDir?: boolean;
   log: (line: string) => void;
 }
 
@@ -382,7 +384,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       );
     }
     c.fault("attempt_timeout", replicas.attemptTimeouts);
-    keep = c.violations.length > 0;
+    keep = c.violations.length > 0 || o.keepWorkDir === true;
     return { stats: c.stats, violations: c.violations, ...(keep && { workDir }) };
   } finally {
     await replicas?.stopAll();

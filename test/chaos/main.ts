@@ -31,6 +31,7 @@ const program = new Command()
     DEFAULTS.faultWindowMs,
   )
   .option("--postgres-url <url>", "Postgres server (default: $TETHER_TEST_DATABASE_URL)")
+  .option("--keep", "keep logs and workspaces even without violations")
   .option("--verbose", "print progress per scenario");
 
 program.parse();
@@ -44,6 +45,7 @@ const o = program.opts<{
   faultWindowMs: number;
   postgresUrl?: string;
   verbose?: boolean;
+  keep?: boolean;
 }>();
 const postgresUrl = o.postgresUrl ?? process.env.TETHER_TEST_DATABASE_URL;
 if (!postgresUrl) {
@@ -66,6 +68,7 @@ const result = await runCampaign({
   agentsPerScenario: Math.max(1, o.agents),
   faultWindowMs: o.faultWindowMs,
   postgresUrl,
+  keepWorkDir: o.keep === true,
   log: (line) => {
     if (o.verbose) console.error(line);
   },

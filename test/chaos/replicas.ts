@@ -76,7 +76,13 @@ export class Replicas {
         if (line.includes("AttemptTimeoutError")) this.attemptTimeouts += 1;
       },
     });
-    // The worker line is logged before the listening line is printed.
+    // The worker line is logged before the listening line is printed, but on another pipe.
+    const by = Date.now() + 10_000;
+    while (workerId === "" && Date.now() < by) await new Promise((r) => setTimeout(r, 20));
+    if (workerId === "") {
+      await proc.kill("SIGKILL");
+      throw new Error(`replica ${index} logged no worker ID`);
+    }
     const replica: Replica = { index, url: proc.url, workerId, taskTimeoutMs, process: proc };
     this.#live.set(index, replica);
     void proc.exited.then(() => this.#live.delete(index));
