@@ -190,6 +190,7 @@ describe("the chaos checker", () => {
           exec("bgc", { run_in_background: true }),
           exec("done"),
           exec("err"),
+          exec("bgn", { run_in_background: true }),
           write("w1"),
           write("w2"),
           edit("e1"),
@@ -203,6 +204,7 @@ describe("the chaos checker", () => {
           result("err", "execute", { status: "error", message: "did not run" }),
         ]),
         msg(8, "tool", 900, [result("w1", "write_file", { status: "applied" })]),
+        msg(8, "tool", 900, [result("bgn", "execute", { status: "background", process_id: "p" })]),
         msg(9, "tool", 900, [result("w2", "write_file", { status: "not_applied" })]),
         msg(10, "tool", 900, [result("e1", "edit_files", { status: "failed" })]),
         msg(11, "tool", 900, [result("e2", "edit_files", { status: "applied" })]),
@@ -217,6 +219,7 @@ describe("the chaos checker", () => {
     );
     expect(reported(h)).toEqual([
       "honest-result bgc",
+      "honest-result bgn",
       "honest-result cx",
       "honest-result done",
       "honest-result e1",
@@ -326,5 +329,10 @@ describe("the chaos checker", () => {
     expect(reported(batch([msg(4, "tool", 2_000, [usage(900, 2)], 900)]))).toEqual(["billing -"]);
     expect(reported(batch([msg(4, "tool", 2_000, [usage(900, 1)], 1_800)]))).toEqual(["billing -"]);
     expect(reported(history([user, msg(2, "tool", 10, [usage(5, 1)], 5)]))).toEqual(["billing -"]);
+    // A model window longer than the time since the message before it.
+    expect(reported(history([user, msg(2, "assistant", 500, [text("hi")], 480)]))).toEqual([]);
+    expect(reported(history([user, msg(2, "assistant", 500, [text("hi")], 900)]))).toEqual([
+      "billing -",
+    ]);
   });
 });

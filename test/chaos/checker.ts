@@ -10,6 +10,7 @@
 // - honest-result: a result must not contradict the evidence: `not_run` / `not_applied` /
 //   `failed` / an execute `error` only when nothing ran; `canceled` only for a foreground
 //   process that did not reach its end; `completed` with exit 0 only with start and end;
+//   `timed_out` / `background` only for a command that started (or after an agent restart);
 //   `applied` only with the evidence present, once.
 // - unknown-honest: an `unknown` whose reason says the agent did not answer
 //   (agent_unreachable, agent_no_answer) is a violation when the proxy saw requests for that
@@ -23,7 +24,8 @@
 // - settled: every chat ends `waiting` or `error`.
 // - billing: at most one usage record per batch, billed_ms no more than the batch's
 //   wall-clock span (assistant message commit to usage commit), billed_calls no more than
-//   the batch's calls, runtime_ms equal to billed_ms.
+//   the batch's calls, runtime_ms equal to billed_ms; an assistant message's model window no
+//   longer than the time since the message before it.
 
 import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import type { MessagePart } from "../../src/chatd/messages.ts";
@@ -157,6 +159,19 @@ export function check(h: ScenarioHistory): Violation[] {
       }
     }
 
+    // A model window runs from just before the stream opens, which is after the message
+    // before it was committed, to the commit of its assistant message (CHATD.md 9).
+    chat.messages.forEach((m, i) => {
+      const before = chat.messages[i - 1];
+      if (m.role !== "assistant" || !before) return;
+      const span = m.createdAt - before.createdAt;
+      if (m.runtimeMs > span + CLOCK_SLOP_MS) {
+        v(
+          "billing",
+          `assistant message ${m.id} bills a model window of ${m.runtimeMs} ms in a span of ${Math.round(span)} ms since message ${before.id}`,
+        );
+      }
+    });
     for (const b of batches) {
       if (b.usage.length > 1) {
         v(
@@ -236,6 +251,14 @@ export function check(h: ScenarioHistory): Violation[] {
           case "completed":
             if (result.exit_code === 0 && (mk.starts !== 1 || mk.ends !== 1)) {
               say("honest-result", `completed with exit code 0, but ${markers}`);
+            }
+            break;
+          case "timed_out":
+          case "background":
+            // It says the process started (and, timed out, ran past its timeout): its first
+            // command ran, unless an agent restart killed it at once.
+            if (mk.starts === 0 && !restartedAfter(c.message.createdAt)) {
+              say("honest-result", `${String(status)}, but the command never ran (${markers})`);
             }
             break;
           case "unknown":
