@@ -297,6 +297,15 @@ describe("the chaos checker", () => {
     ]);
   });
 
+  it("reports an empty assistant message: a model answer that never finished", () => {
+    expect(reported(history([user, msg(2, "assistant", 500, [text("")], 145)]))).toEqual([
+      "model-answer -",
+    ]);
+    expect(reported(history([user, msg(2, "assistant", 500, [text("Step 0 of")], 145)]))).toEqual(
+      [],
+    );
+  });
+
   it("reports a chat that did not settle", () => {
     expect(reported(history([user], { status: "running" }))).toEqual(["settled -"]);
     expect(reported(history([user], { status: "interrupting" }))).toEqual(["settled -"]);

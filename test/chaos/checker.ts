@@ -22,6 +22,9 @@
 //   says so (`canceled` or `unknown`) or an agent restart after its call; background work and
 //   commands left running past their timeout are never killed by an interrupt.
 // - settled: every chat ends `waiting` or `error`.
+// - model-answer: no assistant message is empty (the campaign's model always says something;
+//   an interrupt keeps partial text only when there is some), so an empty one is a model
+//   stream that was cut off and committed as if it were the answer.
 // - billing: at most one usage record per batch, billed_ms no more than the batch's
 //   wall-clock span (assistant message commit to usage commit), billed_calls no more than
 //   the batch's calls, runtime_ms equal to billed_ms; an assistant message's model window no
@@ -38,7 +41,8 @@ export type Rule =
   | "unknown-honest"
   | "never-killed"
   | "settled"
-  | "billing";
+  | "billing"
+  | "model-answer";
 
 export interface Violation {
   seed: number;
@@ -159,6 +163,22 @@ export function check(h: ScenarioHistory): Violation[] {
       }
     }
 
+    // The campaign's model never answers with nothing, and an interrupt keeps partial text
+    // only when there is some: an empty answer is a stream that never finished, committed.
+    for (const m of chat.messages) {
+      if (m.role !== "assistant") continue;
+      const said = m.content.some(
+        (p) =>
+          p.type === "tool-call" ||
+          ((p.type === "text" || p.type === "reasoning") && p.text !== ""),
+      );
+      if (!said) {
+        v(
+          "model-answer",
+          `assistant message ${m.id} is empty (${JSON.stringify(m.content)}), an answer the model never gave, committed after ${m.runtimeMs} ms of its stream`,
+        );
+      }
+    }
     // A model window runs from just before the stream opens, which is after the message
     // before it was committed, to the commit of its assistant message (CHATD.md 9).
     chat.messages.forEach((m, i) => {
