@@ -208,6 +208,7 @@ class Campaign {
         });
       }
       const chats: { id: string; agent: string }[] = [];
+      const interrupted = new Set<string>();
       for (const { plan, agent } of chatPlans) {
         const c = await this.api<{ id: string }>("POST", "/api/v1/chats", {
           workspace_id: workspaces[agent],
@@ -254,6 +255,7 @@ class Campaign {
           case "interrupt": {
             this.fault(f.kind);
             const c = fr.pick(chats);
+            interrupted.add(c.id);
             const r = await this.api<{ status: string }>(
               "POST",
               `/api/v1/chats/${c.id}/interrupt`,
@@ -268,6 +270,7 @@ class Campaign {
             this.fault(f.kind);
             const c = fr.pick(chats);
             const busy = f.kind === "message_queue" ? "queue" : "interrupt";
+            if (busy === "interrupt") interrupted.add(c.id);
             const r = await this.api<{ queued: boolean }>(
               "POST",
               `/api/v1/chats/${c.id}/messages`,
@@ -305,6 +308,7 @@ class Campaign {
         proxyLog: proxies.flatMap((p) => p.log),
         agentRestarts: new Map(agents.map((a) => [a.name, a.restarts])),
         agentAnswerTimeoutMs: this.o.agentAnswerTimeoutMs,
+        interruptedChats: interrupted,
       });
       const processesBy = Date.now() + MAX_SLEEP_MS + 2_000;
       let h = await history();

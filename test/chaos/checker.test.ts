@@ -75,7 +75,13 @@ function evidence(
 
 function history(
   messages: CheckedMessage[],
-  o: { status?: string; evidence?: Evidence; proxyLog?: ProxyLogEntry[]; restarts?: number[] } = {},
+  o: {
+    status?: string;
+    evidence?: Evidence;
+    proxyLog?: ProxyLogEntry[];
+    restarts?: number[];
+    interrupted?: boolean;
+  } = {},
 ): ScenarioHistory {
   const chat: CheckedChat = { id: CHAT, status: o.status ?? "waiting", agent: "agent-0", messages };
   return {
@@ -85,6 +91,7 @@ function history(
     proxyLog: o.proxyLog ?? [],
     agentRestarts: new Map([["agent-0", o.restarts ?? []]]),
     agentAnswerTimeoutMs: 3_000,
+    interruptedChats: new Set(o.interrupted ? [CHAT] : []),
   };
 }
 
@@ -138,7 +145,7 @@ describe("the chaos checker", () => {
         msg(12, "tool", 3_000, [
           result("un", "execute", { status: "unknown", reason: "agent_no_answer" }),
         ]),
-        msg(13, "assistant", 3_100, [text("done")]),
+        msg(13, "assistant", 3_100, [text("Plan k is done.")]),
       ],
       {
         evidence: evidence({
@@ -297,13 +304,13 @@ describe("the chaos checker", () => {
     ]);
   });
 
-  it("reports an empty assistant message: a model answer that never finished", () => {
-    expect(reported(history([user, msg(2, "assistant", 500, [text("")], 145)]))).toEqual([
-      "model-answer -",
-    ]);
-    expect(reported(history([user, msg(2, "assistant", 500, [text("Step 0 of")], 145)]))).toEqual(
-      [],
-    );
+  it("reports an empty assistant message, and a partial one in a chat nobody interrupted", () => {
+    const answer = (t: string) => [user, msg(2, "assistant", 500, [text(t)], 145)];
+    expect(reported(history(answer("")))).toEqual(["model-answer -"]);
+    expect(reported(history(answer(""), { interrupted: true }))).toEqual(["model-answer -"]);
+    expect(reported(history(answer("Step 0 of")))).toEqual(["model-answer -"]);
+    expect(reported(history(answer("Step 0 of"), { interrupted: true }))).toEqual([]);
+    expect(reported(history(answer("Plan k is done.")))).toEqual([]);
   });
 
   it("reports a chat that did not settle", () => {
@@ -339,9 +346,11 @@ describe("the chaos checker", () => {
     expect(reported(batch([msg(4, "tool", 2_000, [usage(900, 1)], 1_800)]))).toEqual(["billing -"]);
     expect(reported(history([user, msg(2, "tool", 10, [usage(5, 1)], 5)]))).toEqual(["billing -"]);
     // A model window longer than the time since the message before it.
-    expect(reported(history([user, msg(2, "assistant", 500, [text("hi")], 480)]))).toEqual([]);
-    expect(reported(history([user, msg(2, "assistant", 500, [text("hi")], 900)]))).toEqual([
-      "billing -",
-    ]);
+    expect(
+      reported(history([user, msg(2, "assistant", 500, [text("Plan k is done.")], 480)])),
+    ).toEqual([]);
+    expect(
+      reported(history([user, msg(2, "assistant", 500, [text("Plan k is done.")], 900)])),
+    ).toEqual(["billing -"]);
   });
 });

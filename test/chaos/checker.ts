@@ -22,9 +22,10 @@
 //   says so (`canceled` or `unknown`) or an agent restart after its call; background work and
 //   commands left running past their timeout are never killed by an interrupt.
 // - settled: every chat ends `waiting` or `error`.
-// - model-answer: no assistant message is empty (the campaign's model always says something;
-//   an interrupt keeps partial text only when there is some), so an empty one is a model
-//   stream that was cut off and committed as if it were the answer.
+// - model-answer: no assistant message is empty, and one without tool calls is a final answer
+//   unless the chat was interrupted (the campaign's model always says something and sends its
+//   step text with the step's tool calls; an interrupt keeps partial text only when there is
+//   some): anything else is a model stream that was cut off and committed as the answer.
 // - billing: at most one usage record per batch, billed_ms no more than the batch's
 //   wall-clock span (assistant message commit to usage commit), billed_calls no more than
 //   the batch's calls, runtime_ms equal to billed_ms; an assistant message's model window no
@@ -32,6 +33,7 @@
 
 import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import type { MessagePart } from "../../src/chatd/messages.ts";
+import { isFinalAnswer } from "./model.ts";
 import type { ProxyLogEntry } from "./proxy.ts";
 
 export type Rule =
@@ -89,6 +91,8 @@ export interface ScenarioHistory {
   /** By agent name: the instants (ms) at which the agent was killed. */
   agentRestarts: Map<string, number[]>;
   agentAnswerTimeoutMs: number;
+  /** Chats that were sent an interrupt (or an interrupting message): partial answers are theirs to keep. */
+  interruptedChats: Set<string>;
 }
 
 /** Clock slop between the database and the replicas (one host), plus rounding. */
@@ -163,19 +167,23 @@ export function check(h: ScenarioHistory): Violation[] {
       }
     }
 
-    // The campaign's model never answers with nothing, and an interrupt keeps partial text
-    // only when there is some: an empty answer is a stream that never finished, committed.
+    // The campaign's model never answers with nothing, and answers without tool calls only
+    // with a final text; an interrupt keeps partial text, but only when there is some. So an
+    // empty answer, or a partial one in a chat nobody interrupted, is a model stream that was
+    // cut off and committed as if it were the answer.
     for (const m of chat.messages) {
       if (m.role !== "assistant") continue;
-      const said = m.content.some(
-        (p) =>
-          p.type === "tool-call" ||
-          ((p.type === "text" || p.type === "reasoning") && p.text !== ""),
-      );
-      if (!said) {
+      if (m.content.some((p) => p.type === "tool-call")) continue;
+      const said = m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
+      if (said === "") {
         v(
           "model-answer",
           `assistant message ${m.id} is empty (${JSON.stringify(m.content)}), an answer the model never gave, committed after ${m.runtimeMs} ms of its stream`,
+        );
+      } else if (!h.interruptedChats.has(chat.id) && !isFinalAnswer(said)) {
+        v(
+          "model-answer",
+          `assistant message ${m.id} holds ${JSON.stringify(said)}, part of an answer, though nobody interrupted the chat (committed after ${m.runtimeMs} ms of its stream)`,
         );
       }
     }

@@ -117,6 +117,14 @@ function textOf(content: unknown): string {
   return "";
 }
 
+const DONE = (key: string) => `Plan ${key} is done.`;
+const NO_PLAN = "No plan for this chat.";
+
+/** Whether `text` is a whole answer the campaign's model gives without tool calls. */
+export function isFinalAnswer(text: string): boolean {
+  return text === NO_PLAN || /^Plan \S+ is done\.$/.test(text);
+}
+
 /** The fake provider's answer for a chaos chat, from its plan and the conversation so far. */
 export function planResponder(plans: Map<string, Plan>): (request: FakeChatRequest) => FakeStep {
   return (request) => {
@@ -124,12 +132,12 @@ export function planResponder(plans: Map<string, Plan>): (request: FakeChatReque
     const text = textOf(first?.content);
     const key = text.startsWith(PLAN_PREFIX) ? text.slice(PLAN_PREFIX.length).trim() : "";
     const plan = plans.get(key);
-    if (!plan) return { text: "No plan for this chat." };
+    if (!plan) return { text: NO_PLAN };
     const step = request.messages.filter(
       (m) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0,
     ).length;
     const batch = plan.steps[step];
-    if (!batch) return { text: `Plan ${key} is done.`, delayMs: plan.chunkDelayMs };
+    if (!batch) return { text: DONE(key), delayMs: plan.chunkDelayMs };
     return {
       text: `Step ${step} of plan ${key}.`,
       toolCalls: batch.map((c) => toolCallFor(plan, c)),
