@@ -76,8 +76,10 @@ export interface Stats {
 export interface CampaignResult {
   stats: Stats;
   violations: Violation[];
-  /** Directory kept for inspection when there were violations. */
+  /** Directory (logs, workspaces) kept for inspection when there were violations. */
   workDir?: string;
+  /** The campaign's database, kept when there were violations. */
+  databaseUrl?: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -389,15 +391,21 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     }
     c.fault("attempt_timeout", replicas.attemptTimeouts);
     keep = c.violations.length > 0 || o.keepWorkDir === true;
-    return { stats: c.stats, violations: c.violations, ...(keep && { workDir }) };
+    return {
+      stats: c.stats,
+      violations: c.violations,
+      ...(keep && { workDir, databaseUrl: database.url }),
+    };
   } finally {
     await replicas?.stopAll();
     await killAll();
     await db.end().catch(() => undefined);
     await fake?.close();
-    await database
-      .drop()
-      .catch((err: unknown) => o.log(`could not drop ${database.name}: ${String(err)}`));
+    // Kept with the logs when there were violations: the chats' final rows explain them.
+    if (!keep)
+      await database
+        .drop()
+        .catch((err: unknown) => o.log(`could not drop ${database.name}: ${String(err)}`));
     if (!keep) await rm(workDir, { recursive: true, force: true });
   }
 }

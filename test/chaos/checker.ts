@@ -69,6 +69,8 @@ export interface CheckedChat {
   status: string;
   /** The name of the workspace agent the chat runs on. */
   agent: string;
+  /** The chat row's execution state in words, for people reading a violation. */
+  state?: string;
   messages: CheckedMessage[];
 }
 
@@ -116,7 +118,10 @@ export function check(h: ScenarioHistory): Violation[] {
     const v = (rule: Rule, seen: string, toolCallId?: string) =>
       out.push({ seed: h.seed, chatId: chat.id, rule, seen, ...(toolCallId && { toolCallId }) });
     if (chat.status !== "waiting" && chat.status !== "error") {
-      v("settled", `chat is still "${chat.status}" after the settle time`);
+      v(
+        "settled",
+        `chat is still "${chat.status}" after the settle time (${chat.state ?? "?"}; last message: ${JSON.stringify(chat.messages.at(-1)?.content ?? []).slice(0, 300)})`,
+      );
     }
     const ev = h.evidence.get(chat.agent) ?? {
       markers: new Map<string, { starts: number; ends: number }>(),

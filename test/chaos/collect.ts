@@ -14,8 +14,17 @@ export async function readChats(
   chats: { id: string; agent: string }[],
 ): Promise<CheckedChat[]> {
   const ids = chats.map((c) => c.id);
-  const status = await db.query<{ id: string; status: string }>(
-    "SELECT id, status FROM chats WHERE id = ANY($1::uuid[])",
+  const status = await db.query<{ id: string; status: string; state: string }>(
+    `SELECT c.id, c.status,
+            format('worker %s, runner %s, lease renewed %s ms ago, snapshot %s, history %s, ' ||
+                   'generation attempt %s, retry %s, queued %s',
+                   c.worker_id, c.runner_id,
+                   round(extract(epoch FROM now() - h.heartbeat_at) * 1000),
+                   c.snapshot_version, c.history_version, c.generation_attempt,
+                   coalesce(c.retry_state::text, '-'),
+                   (SELECT count(*) FROM chat_queued_messages q WHERE q.chat_id = c.id)) AS state
+     FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
+     WHERE c.id = ANY($1::uuid[])`,
     [ids],
   );
   const messages = await db.query<{
@@ -35,6 +44,7 @@ export async function readChats(
     id: c.id,
     agent: c.agent,
     status: status.rows.find((r) => r.id === c.id)?.status ?? "missing",
+    state: status.rows.find((r) => r.id === c.id)?.state ?? "",
     messages: messages.rows
       .filter((m) => m.chat_id === c.id)
       .map((m) => ({

@@ -91,4 +91,5 @@ for (const v of result.violations) {
   console.log(`${formatViolation(v)}\n  replay: npm run chaos -- --scenario-seed ${v.seed}`);
 }
 if (result.workDir) console.log(`logs and workspaces kept in ${result.workDir}`);
+if (result.databaseUrl) console.log(`database kept: ${result.databaseUrl}`);
 process.exit(result.violations.length > 0 ? 1 : 0);
