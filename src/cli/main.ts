@@ -92,6 +92,11 @@ export async function main(argv: string[]): Promise<void> {
       positiveInt,
     )
     .option("--log-level <level>", "least level logged to stderr", logLevel, DEFAULT_LOG_LEVEL)
+    .option(
+      "--task-timeout-ms <n>",
+      "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
+      positiveInt,
+    )
     .action(
       async (
         o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },

@@ -42,6 +42,8 @@ export interface ServerOptions {
   leaseMs?: number;
   heartbeatMs?: number;
   agentAnswerTimeoutMs?: number;
+  /** Bound on each task attempt (the Worker's attemptTimeoutMs); 15 minutes when unset. */
+  taskTimeoutMs?: number;
   clock?: Clock;
   /** Logs go to stderr unless false. */
   log?: boolean;
@@ -102,6 +104,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.clock && { clock: o.clock }),
     ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
     ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
+    ...(o.taskTimeoutMs !== undefined && { attemptTimeoutMs: o.taskTimeoutMs }),
     agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
     toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
     resolveModel: async (chat: Chat) => {
@@ -169,6 +172,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
   await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
+  // Which replica owns which chat (chats.worker_id) is only readable with this ID.
+  log.info({ workerId: worker.id }, "worker started");
 
   return {
     url,

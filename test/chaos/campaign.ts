@@ -1,0 +1,411 @@
+// A fault campaign: shared server replicas on a fresh Postgres database, then scenarios one
+// after the other. A scenario starts its own workspace agents behind fault proxies, runs
+// `concurrency` chats on seeded plans, injects faults at seeded moments (replica SIGKILL and
+// replacement, agent restarts, silent agents, per-request proxy faults, interrupts, messages
+// that queue or interrupt; short task-attempt timeouts on some replicas), then stops the
+// faults, lets everything settle, and checks what is left (checker.ts).
+
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
+import { WorkspaceAgent } from "./agents.ts";
+import { check, type ScenarioHistory, type Violation } from "./checker.ts";
+import { readChats, readEvidence } from "./collect.ts";
+import { ANCHOR, MAX_SLEEP_MS, PLAN_PREFIX, makePlan, planResponder, type Plan } from "./model.ts";
+import { killAll } from "./procs.ts";
+import { FaultProxy } from "./proxy.ts";
+import { Replicas, createCampaignDatabase, type Replica } from "./replicas.ts";
+import { Rng, deriveSeed } from "./rng.ts";
+
+export interface CampaignOptions {
+  seed: number;
+  scenarios: number;
+  /** Replay exactly these scenario seeds instead of deriving `scenarios` from `seed`. */
+  scenarioSeeds?: number[];
+  /** Chats running at once in each scenario. */
+  concurrency: number;
+  replicas: number;
+  agentsPerScenario: number;
+  /** A Postgres server where the campaign may create and drop its own database. */
+  postgresUrl: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  agentAnswerTimeoutMs: number;
+  /** Faults are injected during this window after the chats start. */
+  faultWindowMs: number;
+  /** After the faults stop, chats must be settled within this time. */
+  settleMs: number;
+  /** Keep the logs and workspaces even without violations. */
+  keepWorkDir?: boolean;
+  log: (line: string) => void;
+}
+
+export const DEFAULTS: Omit<CampaignOptions, "seed" | "scenarios" | "postgresUrl" | "log"> = {
+  concurrency: 4,
+  replicas: 3,
+  agentsPerScenario: 2,
+  leaseMs: 3_000,
+  heartbeatMs: 500,
+  agentAnswerTimeoutMs: 3_000,
+  faultWindowMs: 10_000,
+  settleMs: 60_000,
+};
+
+/**
+ * Task-attempt timeouts of the replicas, in start order (undefined: the 15-minute default):
+ * short ones expire attempts mid-batch and mid-stream, so tasks are retried (CHATD.md 4).
+ */
+const TASK_TIMEOUTS: (number | undefined)[] = [2_000, undefined, 4_000];
+
+export interface Stats {
+  scenarios: number;
+  chats: number;
+  faults: number;
+  faultsByKind: Record<string, number>;
+  toolCalls: number;
+  results: Record<string, number>;
+  /** Running chats that a killed replica owned, which another replica had to take over. */
+  failovers: number;
+  /** Interrupts (and interrupting messages) that reached a running chat. */
+  interrupts: number;
+  chatsInError: number;
+}
+
+export interface CampaignResult {
+  stats: Stats;
+  violations: Violation[];
+  /** Directory (logs, workspaces) kept for inspection when there were violations. */
+  workDir?: string;
+  /** The campaign's database, kept when there were violations. */
+  databaseUrl?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class Campaign {
+  readonly stats: Stats = {
+    scenarios: 0,
+    chats: 0,
+    faults: 0,
+    faultsByKind: {},
+    toolCalls: 0,
+    results: {},
+    failovers: 0,
+    interrupts: 0,
+    chatsInError: 0,
+  };
+  readonly violations: Violation[] = [];
+  readonly plans = new Map<string, Plan>();
+  token = "";
+  pending: Promise<unknown>[] = [];
+
+  constructor(
+    readonly o: CampaignOptions,
+    readonly replicas: Replicas,
+    readonly db: pg.Client,
+    readonly workDir: string,
+  ) {}
+
+  fault(kind: string, n = 1): void {
+    this.stats.faults += n;
+    this.stats.faultsByKind[kind] = (this.stats.faultsByKind[kind] ?? 0) + n;
+  }
+
+  /** An API call to a live replica (`pick` chooses which), trying the others if it dies. */
+  async api<T>(method: string, route: string, body?: unknown, pick?: Rng): Promise<T> {
+    let lastErr: unknown;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const live = this.replicas.live;
+      if (live.length === 0) {
+        await sleep(200);
+        continue;
+      }
+      const r = pick && attempt === 0 ? pick.pick(live) : live[attempt % live.length]!;
+      try {
+        const res = await fetch(new URL(route, r.url), {
+          method,
+          headers: {
+            ...(this.token && { authorization: `Bearer ${this.token}` }),
+            ...(body !== undefined && { "content-type": "application/json" }),
+          },
+          ...(body !== undefined && { body: JSON.stringify(body) }),
+          signal: AbortSignal.timeout(15_000),
+        });
+        if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+        return (await res.json()) as T;
+      } catch (err) {
+        lastErr = err;
+        await sleep(100);
+      }
+    }
+    throw lastErr;
+  }
+
+  #started = 0;
+  async startReplica(): Promise<Replica> {
+    return this.replicas.start(TASK_TIMEOUTS[this.#started++ % TASK_TIMEOUTS.length]);
+  }
+
+  async killReplica(r: Replica): Promise<void> {
+    await this.replicas.kill(r);
+    // Dead now: whatever running chats it still owns must be taken over by another replica.
+    const owned = await this.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM chats WHERE worker_id = $1 AND status IN ('running', 'interrupting')",
+      [r.workerId],
+    );
+    this.stats.failovers += owned.rows[0]?.n ?? 0;
+    this.pending.push(this.startReplica());
+  }
+
+  async runScenario(seed: number): Promise<Violation[]> {
+    const rng = new Rng(seed);
+    const dir = path.join(this.workDir, `scenario-${seed}`);
+    const agents: WorkspaceAgent[] = [];
+    const proxies: FaultProxy[] = [];
+    try {
+      for (let a = 0; a < this.o.agentsPerScenario; a++) {
+        const agent = await WorkspaceAgent.start(path.join(dir, `agent-${a}`, "ws"), `agent-${a}`);
+        agents.push(agent);
+        await mkdir(path.join(agent.dir, "markers"), { recursive: true });
+        await mkdir(path.join(agent.dir, "writes"), { recursive: true });
+        proxies.push(
+          await FaultProxy.start(
+            agent.name,
+            () => agent.url,
+            new Rng(deriveSeed(seed, "proxy", a)),
+          ),
+        );
+      }
+      const workspaces: string[] = [];
+      for (let a = 0; a < agents.length; a++) {
+        const w = await this.api<{ id: string }>("POST", "/api/v1/workspaces", {
+          name: `${seed}-${agents[a]!.name}`,
+          agent_url: proxies[a]!.url,
+          agent_token: agents[a]!.token,
+        });
+        workspaces.push(w.id);
+      }
+      const chatPlans: { plan: Plan; agent: number }[] = [];
+      for (let j = 0; j < this.o.concurrency; j++) {
+        const a = j % agents.length;
+        const key = `k${seed.toString(16)}c${j}`;
+        const plan = makePlan(new Rng(deriveSeed(seed, "plan", j)), key, agents[a]!.dir);
+        await writeFile(plan.editFile, `${ANCHOR}\n`);
+        this.plans.set(key, plan);
+        chatPlans.push({ plan, agent: a });
+      }
+      // A fresh agent refuses calls younger than its uptime plus the 2 s age margin
+      // (CONTRACT.md 5): start chats once the agents can vouch for them.
+      const oldest = Math.max(...agents.map((a) => a.startedAt));
+      await sleep(Math.max(0, oldest + 2_500 - Date.now()));
+
+      const probability = rng.pick([0, 0.05, 0.1, 0.2]);
+      for (const p of proxies) {
+        p.setPolicy({
+          probability,
+          maxRequestDelayMs: 1_500,
+          maxResponseDelayMs: Math.round(this.o.agentAnswerTimeoutMs * 1.5),
+        });
+      }
+      const chats: { id: string; agent: string }[] = [];
+      const interrupted = new Set<string>();
+      for (const { plan, agent } of chatPlans) {
+        const c = await this.api<{ id: string }>("POST", "/api/v1/chats", {
+          workspace_id: workspaces[agent],
+          message: `${PLAN_PREFIX}${plan.key}`,
+        });
+        chats.push({ id: c.id, agent: agents[agent]!.name });
+      }
+      this.stats.chats += chats.length;
+
+      // The fault schedule: seeded kinds at seeded moments.
+      const count = rng.int(2, 6);
+      const schedule = Array.from({ length: count }, () => ({
+        at: rng.int(0, this.o.faultWindowMs),
+        kind: rng.weighted({
+          kill_replica: 2,
+          restart_agent: 1,
+          silence: 1,
+          interrupt: 3,
+          message_queue: 1,
+          message_interrupt: 2,
+        }),
+        r: deriveSeed(seed, "fault", rng.int(0, 2 ** 31)),
+      })).sort((x, y) => x.at - y.at);
+      const started = Date.now();
+      for (const f of schedule) {
+        await sleep(Math.max(0, started + f.at - Date.now()));
+        const fr = new Rng(f.r);
+        switch (f.kind) {
+          case "kill_replica": {
+            const live = this.replicas.live;
+            if (live.length < 2) break; // keep one replica up
+            this.fault(f.kind);
+            await this.killReplica(fr.pick(live));
+            break;
+          }
+          case "restart_agent":
+            this.fault(f.kind);
+            await fr.pick(agents).restart(fr.pick(["SIGKILL", "SIGTERM"] as const));
+            break;
+          case "silence":
+            this.fault(f.kind);
+            fr.pick(proxies).silence(fr.int(1_000, 4_000));
+            break;
+          case "interrupt": {
+            this.fault(f.kind);
+            const c = fr.pick(chats);
+            interrupted.add(c.id);
+            const r = await this.api<{ status: string }>(
+              "POST",
+              `/api/v1/chats/${c.id}/interrupt`,
+              undefined,
+              fr,
+            );
+            if (r.status === "interrupting") this.stats.interrupts += 1;
+            break;
+          }
+          case "message_queue":
+          case "message_interrupt": {
+            this.fault(f.kind);
+            const c = fr.pick(chats);
+            const busy = f.kind === "message_queue" ? "queue" : "interrupt";
+            if (busy === "interrupt") interrupted.add(c.id);
+            const r = await this.api<{ queued: boolean }>(
+              "POST",
+              `/api/v1/chats/${c.id}/messages`,
+              { text: `continue (${busy})`, busy_behavior: busy },
+              fr,
+            );
+            if (r.queued && busy === "interrupt") this.stats.interrupts += 1;
+            break;
+          }
+        }
+      }
+      await sleep(Math.max(0, started + this.o.faultWindowMs - Date.now()));
+      for (const p of proxies) p.calm();
+      await Promise.all(this.pending.splice(0));
+
+      // Settle: every chat waiting or in error, then left-running processes reach their end.
+      const settleBy = Date.now() + this.o.settleMs;
+      const statusOf = async () =>
+        (
+          await this.db.query<{ status: string }>(
+            "SELECT status FROM chats WHERE id = ANY($1::uuid[])",
+            [chats.map((c) => c.id)],
+          )
+        ).rows.map((r) => r.status);
+      while (Date.now() < settleBy) {
+        if ((await statusOf()).every((s) => s === "waiting" || s === "error")) break;
+        await sleep(200);
+      }
+      const history = async (): Promise<ScenarioHistory> => ({
+        seed,
+        chats: await readChats(this.db, chats),
+        evidence: new Map(
+          await Promise.all(agents.map(async (a) => [a.name, await readEvidence(a.dir)] as const)),
+        ),
+        proxyLog: proxies.flatMap((p) => p.log),
+        agentRestarts: new Map(agents.map((a) => [a.name, a.restarts])),
+        agentAnswerTimeoutMs: this.o.agentAnswerTimeoutMs,
+        interruptedChats: interrupted,
+      });
+      const processesBy = Date.now() + MAX_SLEEP_MS + 2_000;
+      let h = await history();
+      let found = check(h);
+      while (found.some((v) => v.rule === "never-killed") && Date.now() < processesBy) {
+        await sleep(250);
+        h = await history();
+        found = check(h);
+      }
+
+      this.fault(
+        "proxy_request",
+        proxies.reduce((n, p) => n + p.faults, 0),
+      );
+      for (const c of h.chats) {
+        if (c.status === "error") this.stats.chatsInError += 1;
+        for (const m of c.messages) {
+          for (const p of m.content) {
+            if (p.type === "tool-call") this.stats.toolCalls += 1;
+            if (p.type === "tool-result") {
+              const s = String((p.result as { status?: unknown }).status);
+              this.stats.results[s] = (this.stats.results[s] ?? 0) + 1;
+            }
+          }
+        }
+      }
+      this.stats.scenarios += 1;
+      return found;
+    } finally {
+      await Promise.all(proxies.map((p) => p.close()));
+      await Promise.all(agents.map((a) => a.stop()));
+    }
+  }
+}
+
+/** Scenario seeds of a campaign: derived from its seed, so each can be replayed alone. */
+export function scenarioSeeds(seed: number, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => deriveSeed(seed, "scenario", i));
+}
+
+export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
+  const workDir = await mkdtemp(path.join(os.tmpdir(), "tether-chaos-"));
+  const database = await createCampaignDatabase(o.postgresUrl);
+  let fake: FakeProvider | undefined;
+  let replicas: Replicas | undefined;
+  const db = new pg.Client({ connectionString: database.url });
+  let keep = false;
+  try {
+    fake = await startFakeProvider();
+    replicas = new Replicas({
+      postgresUrl: database.url,
+      modelBaseUrl: fake.url,
+      leaseMs: o.leaseMs,
+      heartbeatMs: o.heartbeatMs,
+      agentAnswerTimeoutMs: o.agentAnswerTimeoutMs,
+      workDir,
+    });
+    const c = new Campaign(o, replicas, db, workDir);
+    fake.respond(planResponder(c.plans));
+    // One replica migrates the fresh database before the others start.
+    await c.startReplica();
+    await Promise.all(Array.from({ length: o.replicas - 1 }, () => c.startReplica()));
+    await db.connect();
+    const first = await c.api<{ token: string }>("POST", "/api/v1/users/first", {
+      email: "chaos@example.com",
+      password: "chaos campaign password",
+    });
+    c.token = first.token;
+
+    const seeds = o.scenarioSeeds ?? scenarioSeeds(o.seed, o.scenarios);
+    for (const [i, seed] of seeds.entries()) {
+      const found = await c.runScenario(seed);
+      c.violations.push(...found);
+      o.log(
+        `scenario ${i + 1}/${seeds.length} seed=${seed}: ${found.length} violations ` +
+          `(faults so far ${c.stats.faults}, tool calls ${c.stats.toolCalls})`,
+      );
+    }
+    c.fault("attempt_timeout", replicas.attemptTimeouts);
+    keep = c.violations.length > 0 || o.keepWorkDir === true;
+    return {
+      stats: c.stats,
+      violations: c.violations,
+      ...(keep && { workDir, databaseUrl: database.url }),
+    };
+  } finally {
+    await replicas?.stopAll();
+    await killAll();
+    await db.end().catch(() => undefined);
+    await fake?.close();
+    // Kept with the logs when there were violations: the chats' final rows explain them.
+    if (!keep)
+      await database
+        .drop()
+        .catch((err: unknown) => o.log(`could not drop ${database.name}: ${String(err)}`));
+    if (!keep) await rm(workDir, { recursive: true, force: true });
+  }
+}
