@@ -3,7 +3,7 @@
 // and the route groups, and the internal routes between replicas (relay.ts). Closing it ends
 // open event streams and stops listening for changes.
 
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -42,8 +42,11 @@ export interface ApiOptions {
   replica?: { workerId: string; secret: string };
   /** This replica's metrics, served without a token at GET /metrics. */
   metrics?: Registry;
-  /** Fastify's request log (pino, to stdout); off by default. */
-  logger?: boolean;
+  /**
+   * Where the API logs what goes wrong (a 500's cause, a failed stream or relay); requests
+   * themselves are not logged. Silent by default.
+   */
+  log?: FastifyBaseLogger;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -69,7 +72,10 @@ function parseJson(text: string): unknown {
 }
 
 export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
-  const app = Fastify({ logger: o.logger ?? false, bodyLimit: API_BODY_LIMIT_BYTES });
+  const app = Fastify({
+    ...(o.log ? { loggerInstance: o.log, disableRequestLogging: true } : { logger: false }),
+    bodyLimit: API_BODY_LIMIT_BYTES,
+  });
   const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
 
   // An empty JSON body is no body (a bodiless POST from a client that always sets the type).

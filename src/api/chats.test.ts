@@ -1,3 +1,6 @@
+import pino from "pino";
+import { StreamBuffer } from "../chatd/stream.ts";
+import { createApi } from "./app.ts";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import type { MessagePart } from "../chatd/messages.ts";
@@ -315,5 +318,28 @@ describeDatabases("chats", (db) => {
     );
     expect(queued.rows).toEqual([{ content: [{ type: "text", text: "two" }], edit_of: first!.id }]);
     expect(await history(id)).toHaveLength(1);
+  });
+
+  it("an internal failure is a 500 that says nothing inside, and its cause goes to the log", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
+    const logged = await createApi({ db: db(), buffer: new StreamBuffer(), log });
+    try {
+      const chat = await createChat(api.memberToken, { message: "busy" });
+      await db().query("DROP TABLE chat_queued_messages");
+      const r = await logged.inject({
+        method: "POST",
+        url: `/api/v1/chats/${chat.id as string}/messages`,
+        headers: { authorization: `Bearer ${api.memberToken}` },
+        payload: { text: "queued" },
+      });
+      expect(r.statusCode).toBe(500);
+      expect(r.json()).toEqual({
+        message: "Internal server error; the server log has the details.",
+      });
+      expect(lines.join("")).toContain("chat_queued_messages");
+    } finally {
+      await logged.close();
+    }
   });
 });

@@ -164,6 +164,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const secret = await replicaSecret(db);
   const api = await createApi({
     db,
+    log: log.child({ replica: workerId }),
     buffer,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },

@@ -357,7 +357,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   let fake: FakeProvider | undefined;
   let replicas: Replicas | undefined;
   const db = new pg.Client({ connectionString: database.url });
-  let keep = false;
+  // Kept unless the campaign ends cleanly: a harness failure needs the replicas' logs too.
+  let keep = true;
   try {
     fake = await startFakeProvider();
     replicas = new Replicas({
@@ -402,6 +403,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     await db.end().catch(() => undefined);
     await fake?.close();
     // Kept with the logs when there were violations: the chats' final rows explain them.
+    if (keep) o.log(`logs and workspaces in ${workDir}; database ${database.url}`);
     if (!keep)
       await database
         .drop()
