@@ -26,6 +26,8 @@ export interface CampaignOptions {
   scenarioSeeds?: number[];
   /** Chats running at once in each scenario. */
   concurrency: number;
+  /** Scenarios running at once on the shared replicas (their faults hit each other too). */
+  parallel?: number;
   replicas: number;
   agentsPerScenario: number;
   /** A Postgres server where the campaign may create and drop its own database. */
@@ -382,14 +384,20 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     c.token = first.token;
 
     const seeds = o.scenarioSeeds ?? scenarioSeeds(o.seed, o.scenarios);
-    for (const [i, seed] of seeds.entries()) {
-      const found = await c.runScenario(seed);
-      c.violations.push(...found);
-      o.log(
-        `scenario ${i + 1}/${seeds.length} seed=${seed}: ${found.length} violations ` +
-          `(faults so far ${c.stats.faults}, tool calls ${c.stats.toolCalls})`,
-      );
-    }
+    let next = 0;
+    let done = 0;
+    const lane = async (): Promise<void> => {
+      while (next < seeds.length) {
+        const seed = seeds[next++]!;
+        const found = await c.runScenario(seed);
+        c.violations.push(...found);
+        o.log(
+          `scenario ${++done}/${seeds.length} seed=${seed}: ${found.length} violations ` +
+            `(faults so far ${c.stats.faults}, tool calls ${c.stats.toolCalls})`,
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, o.parallel ?? 1) }, lane));
     c.fault("attempt_timeout", replicas.attemptTimeouts);
     keep = c.violations.length > 0 || o.keepWorkDir === true;
     return {

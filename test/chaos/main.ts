@@ -22,6 +22,7 @@ const program = new Command()
   .option("--scenarios <n>", "how many scenarios", whole, 10)
   .option("--scenario-seed <n...>", "replay these scenario seeds only")
   .option("--concurrency <n>", "chats at once per scenario", whole, DEFAULTS.concurrency)
+  .option("--parallel <n>", "scenarios at once on the shared replicas", whole, 1)
   .option("--replicas <n>", "server replicas", whole, DEFAULTS.replicas)
   .option("--agents <n>", "workspace agents per scenario", whole, DEFAULTS.agentsPerScenario)
   .option(
@@ -40,6 +41,7 @@ const o = program.opts<{
   scenarios: number;
   scenarioSeed?: string[];
   concurrency: number;
+  parallel: number;
   replicas: number;
   agents: number;
   faultWindowMs: number;
@@ -64,6 +66,7 @@ const result = await runCampaign({
   scenarios: scenarioSeeds?.length ?? o.scenarios,
   ...(scenarioSeeds && { scenarioSeeds }),
   concurrency: o.concurrency,
+  parallel: o.parallel,
   replicas: Math.max(2, o.replicas),
   agentsPerScenario: Math.max(1, o.agents),
   faultWindowMs: o.faultWindowMs,
