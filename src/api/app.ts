@@ -7,7 +7,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
-import { authenticate, authRoutes } from "./auth.ts";
+import { auditRoutes } from "./audit.ts";
+import { authenticate, authRoutes, type ThrottleOptions } from "./auth.ts";
 import { chatRoutes } from "./chats.ts";
 import { ApiError, handleError } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
@@ -47,6 +48,10 @@ export interface ApiOptions {
    * themselves are not logged. Silent by default.
    */
   log?: FastifyBaseLogger;
+  /** Login throttling (auth.ts), overridable by tests: a small delay, their own clock. */
+  loginThrottle?: Partial<ThrottleOptions>;
+  /** Bound on a workspace health check (`GET /api/v0/info` of its agent); 2 s by default. */
+  healthTimeoutMs?: number;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -110,6 +115,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   chatRoutes(app, ctx);
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
+  auditRoutes(app, ctx);
   webRoutes(app, ctx);
   internalRoutes(app, ctx);
 
