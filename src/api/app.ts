@@ -50,6 +50,12 @@ export interface ApiOptions {
   log?: FastifyBaseLogger;
   /** Login throttling (auth.ts), overridable by tests: a small delay, their own clock. */
   loginThrottle?: Partial<ThrottleOptions>;
+  /**
+   * Trust X-Forwarded-For/-Proto from a reverse proxy (Fastify's trustProxy): the audit log's
+   * client address, login throttling per address and the session cookie's Secure flag follow
+   * them. Off by default: only set it when a proxy in front strips those headers from clients.
+   */
+  trustProxy?: boolean;
   /** Bound on a workspace health check (`GET /api/v0/info` of its agent); 2 s by default. */
   healthTimeoutMs?: number;
 }
@@ -80,6 +86,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(o.log ? { loggerInstance: o.log, disableRequestLogging: true } : { logger: false }),
     bodyLimit: API_BODY_LIMIT_BYTES,
+    trustProxy: o.trustProxy ?? false,
   });
   const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
 

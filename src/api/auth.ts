@@ -211,8 +211,12 @@ function sessionCookie(request: FastifyRequest): string | undefined {
 function checkCsrf(request: FastifyRequest): void {
   if (["GET", "HEAD", "OPTIONS"].includes(request.method)) return;
   const origin = request.headers.origin;
+  // Hosts compared as URLs normalise them ("host:80" is "host"); the scheme is not compared, as
+  // a TLS-terminating proxy makes an https page's request arrive over http.
+  const own = `${request.protocol}://${request.host}`;
   const sameOrigin =
-    origin === undefined || (URL.canParse(origin) && new URL(origin).host === request.host);
+    origin === undefined ||
+    (URL.canParse(origin) && URL.canParse(own) && new URL(origin).host === new URL(own).host);
   if (request.headers[CSRF_HEADER] !== "1" || !sameOrigin) {
     throw new ApiError(
       403,
