@@ -13,6 +13,7 @@ import { chatRoutes } from "./chats.ts";
 import { ApiError, handleError } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
+import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -107,6 +108,14 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     throw new ApiError(404, `No route ${request.method} ${request.url.split("?")[0]}.`);
   });
   app.addHook("onRequest", async (request) => authenticate(ctx, request));
+  // Every public route is in the OpenAPI document: one without an entry fails at start-up.
+  app.addHook("onRoute", (r) => {
+    if (!r.url.startsWith("/api/")) return;
+    for (const method of [r.method].flat()) {
+      if (method !== "HEAD" && !(`${method} ${r.url}` in ROUTES))
+        throw new Error(`${method} ${r.url} has no entry in src/api/openapi.ts ROUTES.`);
+    }
+  });
   app.addHook("preClose", async () => {
     for (const close of [...ctx.streams]) close();
   });
@@ -123,6 +132,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
   auditRoutes(app, ctx);
+  openApiRoutes(app, ctx);
   webRoutes(app, ctx);
   internalRoutes(app, ctx);
 

@@ -50,7 +50,7 @@ export async function audit(q: Queryable, request: FastifyRequest, e: AuditEntry
   );
 }
 
-const AuditQuery = z.object({
+export const AuditQuery = z.object({
   before: Int64String.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });

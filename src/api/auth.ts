@@ -242,7 +242,7 @@ export const Email = z
   .transform((s) => s.toLowerCase());
 export const Password = z.string().min(8, "must be at least 8 characters").max(1024);
 
-const LoginBody = z.object({ email: Email, password: z.string().max(1024) });
+export const LoginBody = z.object({ email: Email, password: z.string().max(1024) });
 
 export interface ThrottleOptions {
   /** Failures allowed (per email and per client address) before logins wait. */

@@ -25,21 +25,23 @@ import { findWorkspace } from "./workspaces.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 
-const NewChatBody = z.object({
+export const NewChatBody = z.object({
   workspace_id: Uuid.optional(),
   model_id: Uuid.optional(),
   title: z.string().trim().max(500).optional(),
   message: MessageText.optional(),
 });
 
-const SendBody = z.object({
+export const SendBody = z.object({
   text: MessageText,
   busy_behavior: z.enum(["queue", "interrupt"]).optional(),
 });
 
-const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+export const EditBody = z.object({ text: MessageText });
 
-const AfterQuery = z.object({ after_id: Int64String.optional() });
+export const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+
+export const AfterQuery = z.object({ after_id: Int64String.optional() });
 
 /** The chat if it exists and `user` owns it; 404 otherwise (also for another user's chat). */
 export async function ownedChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
@@ -151,7 +153,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.patch("/api/v1/chats/:id/messages/:message_id", async (request) => {
     const { user } = caller(request);
     const { id, message_id } = parse(MessageParams, request.params, "path");
-    const body = parse(z.object({ text: MessageText }), request.body, "body");
+    const body = parse(EditBody, request.body, "body");
     await ownedChat(ctx, user, id);
     const sent = await editMessage(ctx.db, id, user.id, message_id, body.text);
     await audit(ctx.db, request, {

@@ -83,7 +83,7 @@ export class ChatChanges {
   }
 }
 
-const StreamQuery = z.object({ after_id: Int64String.optional() });
+export const StreamQuery = z.object({ after_id: Int64String.optional() });
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
 function lastEventId(header: string | string[] | undefined): string | undefined {

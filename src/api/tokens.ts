@@ -10,7 +10,9 @@ import { audit } from "./audit.ts";
 import { caller, issueToken } from "./auth.ts";
 import { IdParams, notFound, parse } from "./errors.ts";
 
-const NewTokenBody = z.object({ name: z.string().trim().min(1, "must not be empty").max(200) });
+export const NewTokenBody = z.object({
+  name: z.string().trim().min(1, "must not be empty").max(200),
+});
 
 export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/tokens", async (request, reply) => {

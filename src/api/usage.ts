@@ -114,7 +114,7 @@ const Instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()])
   .transform((s) => new Date(s));
 
-const ReportQuery = z
+export const ReportQuery = z
   .object({
     from: Instant.optional(),
     to: Instant.optional(),

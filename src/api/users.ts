@@ -16,10 +16,10 @@ import { rowToUser, type User } from "./views.ts";
 
 const Name = z.string().trim().max(200);
 
-const FirstUserBody = z.object({ email: Email, password: Password, name: Name.optional() });
+export const FirstUserBody = z.object({ email: Email, password: Password, name: Name.optional() });
 const Role = z.enum(["owner", "admin", "member"]);
-const NewUserBody = FirstUserBody.extend({ role: Role });
-const UserPatch = z.object({ role: Role });
+export const NewUserBody = FirstUserBody.extend({ role: Role });
+export const UserPatch = z.object({ role: Role });
 
 /** Inserts a user; undefined when the email is taken. */
 async function insertUser(
