@@ -49,6 +49,8 @@ export interface ServerOptions {
   log?: boolean;
   /** The least level logged (default info). */
   logLevel?: LogLevel;
+  /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
+  trustProxy?: boolean;
 }
 
 export interface RunningServer {
@@ -177,6 +179,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     buffer,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
+    ...(o.trustProxy && { trustProxy: true }),
   });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished
