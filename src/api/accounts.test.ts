@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { startTestAgent, type TestAgent } from "../../test/support/agent.ts";
-import { startTestApi, type TestApi } from "./test-support.ts";
+import { openSse, startTestApi, type TestApi } from "./test-support.ts";
 
 const MODEL_KEY = "sk-model-key-never-answered";
 const AGENT_TOKEN = "agent-token-never-answered";
@@ -156,6 +156,26 @@ describeDatabases("accounts", (db) => {
       ["chat.interrupt", api.memberId, id],
       ["chat.create", api.memberId, id],
     ]);
+  });
+
+  it("streams: an admin reads a member's chat stream; another member gets 404", async () => {
+    const other = await newUser(api.adminToken, "m2@example.com", "member");
+    const chat = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { message: "hello" },
+    });
+    const base = await api.app.listen({ host: "127.0.0.1", port: 0 });
+    const path = `/api/v1/chats/${chat.body.id as string}/stream`;
+    const admin = await openSse(base, path, api.adminToken);
+    try {
+      expect(admin.status).toBe(200);
+      await admin.until((events) => events.some((e) => e.event === "message"));
+    } finally {
+      admin.close();
+    }
+    const denied = await openSse(base, path, other.token);
+    denied.close();
+    expect(denied.status).toBe(404);
   });
 
   it("models: admins configure them, keys are never answered, members list and pick only enabled ones", async () => {
