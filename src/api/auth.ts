@@ -254,6 +254,8 @@ export interface ThrottleOptions {
   now(): number;
 }
 
+const MAX_THROTTLE_KEYS = 10_000;
+
 export const DEFAULT_THROTTLE: ThrottleOptions = {
   maxFailures: 5,
   baseDelayMs: 1_000,
@@ -290,6 +292,11 @@ export class LoginThrottle {
 
   fail(keys: string[]): void {
     const now = this.o.now();
+    // Bounded memory under a spray of emails: forget the keys idle past the longest delay.
+    if (this.failures.size > MAX_THROTTLE_KEYS) {
+      for (const [key, f] of this.failures)
+        if (now - f.last > this.o.maxDelayMs) this.failures.delete(key);
+    }
     for (const key of keys) {
       const f = this.failures.get(key);
       this.failures.set(key, { count: (f?.count ?? 0) + 1, last: now });
