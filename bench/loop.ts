@@ -16,6 +16,7 @@ import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
 import { createChat, loadChat, loadHistory } from "../src/chatd/transitions.ts";
 import { Worker } from "../src/chatd/worker/worker.ts";
 import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
+import { FREE } from "../src/chatd/billing.ts";
 import { createLanguageModel } from "../src/model/index.ts";
 import { startFakeProvider } from "../test/support/fake-provider.ts";
 import { fmt, numberFlags, startAgent, stats } from "./support.ts";
@@ -113,7 +114,7 @@ async function durableTurns(db: Database): Promise<number[]> {
     agentAnswerTimeoutMs: 60_000,
     toolResultBudgetBytes: 32 * 1024,
     acquireIntervalMs: 50,
-    resolveModel: async () => m,
+    resolveModel: async () => ({ model: m, prices: FREE }),
     resolveAgent: async () => client,
   });
   await worker.start();

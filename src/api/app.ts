@@ -7,11 +7,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
-import { authenticate, authRoutes } from "./auth.ts";
+import { auditRoutes } from "./audit.ts";
+import { authenticate, authRoutes, type ThrottleOptions } from "./auth.ts";
 import { chatRoutes } from "./chats.ts";
 import { ApiError, handleError } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
+import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -47,6 +49,16 @@ export interface ApiOptions {
    * themselves are not logged. Silent by default.
    */
   log?: FastifyBaseLogger;
+  /** Login throttling (auth.ts), overridable by tests: a small delay, their own clock. */
+  loginThrottle?: Partial<ThrottleOptions>;
+  /**
+   * Trust X-Forwarded-For/-Proto from a reverse proxy (Fastify's trustProxy): the audit log's
+   * client address, login throttling per address and the session cookie's Secure flag follow
+   * them. Off by default: only set it when a proxy in front strips those headers from clients.
+   */
+  trustProxy?: boolean;
+  /** Bound on a workspace health check (`GET /api/v0/info` of its agent); 2 s by default. */
+  healthTimeoutMs?: number;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -75,6 +87,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(o.log ? { loggerInstance: o.log, disableRequestLogging: true } : { logger: false }),
     bodyLimit: API_BODY_LIMIT_BYTES,
+    trustProxy: o.trustProxy ?? false,
   });
   const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
 
@@ -95,6 +108,14 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     throw new ApiError(404, `No route ${request.method} ${request.url.split("?")[0]}.`);
   });
   app.addHook("onRequest", async (request) => authenticate(ctx, request));
+  // Every public route is in the OpenAPI document: one without an entry fails at start-up.
+  app.addHook("onRoute", (r) => {
+    if (!r.url.startsWith("/api/")) return;
+    for (const method of [r.method].flat()) {
+      if (method !== "HEAD" && !(`${method} ${r.url}` in ROUTES))
+        throw new Error(`${method} ${r.url} has no entry in src/api/openapi.ts ROUTES.`);
+    }
+  });
   app.addHook("preClose", async () => {
     for (const close of [...ctx.streams]) close();
   });
@@ -110,6 +131,8 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   chatRoutes(app, ctx);
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
+  auditRoutes(app, ctx);
+  openApiRoutes(app, ctx);
   webRoutes(app, ctx);
   internalRoutes(app, ctx);
 

@@ -29,10 +29,10 @@ describeDatabases("authentication", (db) => {
     await api.app.close();
   });
 
-  it("the first user is an admin with a token, and a second first user is refused with 409", async () => {
+  it("the first user is the owner with a token, and a second first user is refused with 409", async () => {
     const me = await api.request("GET", "/api/v1/me", { token: api.adminToken });
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ email: "admin@example.com", name: "Ada", role: "admin" });
+    expect(me.body).toMatchObject({ email: "admin@example.com", name: "Ada", role: "owner" });
     expect(me.body).not.toHaveProperty("password_hash");
     expect(api.adminToken).toMatch(/^tether_[A-Za-z0-9_-]{43}$/);
     const again = await api.request("POST", "/api/v1/users/first", {
@@ -145,7 +145,7 @@ describeDatabases("authentication", (db) => {
     expect(short.body.detail).toContain("password");
     const role = await api.request("POST", "/api/v1/users", {
       token: api.adminToken,
-      body: { email: "x@example.com", password: "long enough", role: "owner" },
+      body: { email: "x@example.com", password: "long enough", role: "superuser" },
     });
     expect(role.status).toBe(400);
     expect(role.body.detail).toContain("role");

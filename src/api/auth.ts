@@ -1,6 +1,13 @@
 // Authentication: scrypt password hashes, API tokens stored only as SHA-256, the bearer check
-// every non-public route passes, and login. A token is looked up on every request, so a
-// deleted token stops working at once; secrets are compared in constant time.
+// every non-public route passes, login (throttled) and logout. A token is looked up on every
+// request, so a deleted token stops working at once; secrets are compared in constant time.
+//
+// Browser sessions: login also sets the token it answers as an HttpOnly, SameSite=Strict
+// cookie, which the bearer check accepts in place of the header. The CSRF rule: a request
+// authenticated by that cookie (not by an Authorization header) that changes state (anything
+// but GET/HEAD/OPTIONS) must carry `x-tether-csrf: 1` — a header a cross-site form cannot set
+// and a cross-site script cannot send without a CORS preflight we never answer — and, when it
+// has an Origin, one equal to the request's own host; otherwise 403.
 
 import {
   createHash,
@@ -10,10 +17,11 @@ import {
   timingSafeEqual,
   type ScryptOptions,
 } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
 import type { ApiContext } from "./app.ts";
+import { audit } from "./audit.ts";
 import { ApiError, parse } from "./errors.ts";
 import { rowToUser, type User } from "./views.ts";
 
@@ -77,15 +85,14 @@ export async function issueToken(
   q: Queryable,
   userId: string,
   name: string,
+  kind: "api" | "session" = "api",
 ): Promise<{ id: string; token: string }> {
   const id = randomUUID();
   const token = TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
-  await q.query("INSERT INTO api_tokens (id, user_id, name, token_hash) VALUES ($1, $2, $3, $4)", [
-    id,
-    userId,
-    name,
-    hashToken(token),
-  ]);
+  await q.query(
+    "INSERT INTO api_tokens (id, user_id, name, token_hash, kind) VALUES ($1, $2, $3, $4, $5)",
+    [id, userId, name, hashToken(token), kind],
+  );
   return { id, token };
 }
 
@@ -105,16 +112,22 @@ export function caller(request: FastifyRequest): Caller {
   return c;
 }
 
-/** The caller, who must be an admin (403 otherwise). */
-export function admin(request: FastifyRequest): Caller {
+/** Whether the user is an admin or the owner: they manage users, models and the audit log. */
+export function isStaff(user: User): boolean {
+  return user.role === "owner" || user.role === "admin";
+}
+
+/** The caller, who must be an admin or an owner (403 otherwise). */
+export function staff(request: FastifyRequest): Caller {
   const c = caller(request);
-  if (c.user.role !== "admin") throw new ApiError(403, "Only an admin can do this.");
+  if (!isStaff(c.user)) throw new ApiError(403, "Only an admin or the owner can do this.");
   return c;
 }
 
 /** Routes anyone may call without a token (`METHOD /url` as declared): the web UI's too. */
 const PUBLIC_ROUTES = new Set([
   "GET /api/v1/health",
+  "GET /api/v1/openapi.json",
   "GET /metrics",
   "POST /api/v1/users/first",
   "POST /api/v1/auth/login",
@@ -158,12 +171,16 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
   ) {
     return;
   }
-  const header = request.headers.authorization ?? "";
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m) throw new ApiError(401, "Missing API token.", "Send Authorization: Bearer <token>.");
+  const header = request.headers.authorization;
+  const m = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const cookie = header === undefined ? sessionCookie(request) : undefined;
+  const secret = m?.[1] ?? cookie;
+  if (secret === undefined)
+    throw new ApiError(401, "Missing API token.", "Send Authorization: Bearer <token>.");
+  if (cookie !== undefined) checkCsrf(request);
   const r = await ctx.db.query<{ token_id: string } & Record<string, unknown>>(
     `SELECT u.*, t.id AS token_id FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`,
-    [hashToken(m[1]!)],
+    [hashToken(secret)],
   );
   const row = r.rows[0];
   if (!row) throw new ApiError(401, "Invalid API token.", "Log in again or create a new token.");
@@ -175,6 +192,48 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
   callers.set(request, { user: rowToUser(row), tokenId: row.token_id });
 }
 
+/** The browser session cookie: the login token, never readable by scripts. */
+export const SESSION_COOKIE = "tether_session";
+export const CSRF_HEADER = "x-tether-csrf";
+
+function sessionCookie(request: FastifyRequest): string | undefined {
+  for (const pair of (request.headers.cookie ?? "").split(";")) {
+    const eq = pair.indexOf("=");
+    if (eq > 0 && pair.slice(0, eq).trim() === SESSION_COOKIE) {
+      const value = pair.slice(eq + 1).trim();
+      return value === "" ? undefined : value;
+    }
+  }
+  return undefined;
+}
+
+/** The CSRF rule of cookie-authenticated requests (see the top of this file). */
+function checkCsrf(request: FastifyRequest): void {
+  if (["GET", "HEAD", "OPTIONS"].includes(request.method)) return;
+  const origin = request.headers.origin;
+  // Hosts compared as URLs normalise them ("host:80" is "host"); the scheme is not compared, as
+  // a TLS-terminating proxy makes an https page's request arrive over http.
+  const own = `${request.protocol}://${request.host}`;
+  const sameOrigin =
+    origin === undefined ||
+    (URL.canParse(origin) && URL.canParse(own) && new URL(origin).host === new URL(own).host);
+  if (request.headers[CSRF_HEADER] !== "1" || !sameOrigin) {
+    throw new ApiError(
+      403,
+      "A request authenticated by the session cookie must come from this site.",
+      `Send ${CSRF_HEADER}: 1 from the same origin, or use Authorization: Bearer <token>.`,
+    );
+  }
+}
+
+function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string): void {
+  const secure = request.protocol === "https" ? "; Secure" : "";
+  void reply.header(
+    "set-cookie",
+    `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict${secure}`,
+  );
+}
+
 export const Email = z
   .string()
   .trim()
@@ -183,11 +242,84 @@ export const Email = z
   .transform((s) => s.toLowerCase());
 export const Password = z.string().min(8, "must be at least 8 characters").max(1024);
 
-const LoginBody = z.object({ email: Email, password: z.string().max(1024) });
+export const LoginBody = z.object({ email: Email, password: z.string().max(1024) });
+
+export interface ThrottleOptions {
+  /** Failures allowed (per email and per client address) before logins wait. */
+  maxFailures: number;
+  /** The first wait; each further failure doubles it, up to `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** The clock (tests move it). */
+  now(): number;
+}
+
+const MAX_THROTTLE_KEYS = 10_000;
+
+export const DEFAULT_THROTTLE: ThrottleOptions = {
+  maxFailures: 5,
+  baseDelayMs: 1_000,
+  maxDelayMs: 15 * 60_000,
+  now: () => Date.now(),
+};
+
+/**
+ * Login failures per key (`email:…`, `ip:…`), in this process's memory: after `maxFailures`
+ * failures a key waits a delay that doubles with each further failure; a success clears its
+ * keys. A key idle for the longest delay is forgotten. Replicas each count their own.
+ */
+export class LoginThrottle {
+  private readonly failures = new Map<string, { count: number; last: number }>();
+  constructor(private readonly o: ThrottleOptions = DEFAULT_THROTTLE) {}
+
+  private delayMs(count: number): number {
+    if (count < this.o.maxFailures) return 0;
+    return Math.min(this.o.baseDelayMs * 2 ** (count - this.o.maxFailures), this.o.maxDelayMs);
+  }
+
+  /** Milliseconds until any of the keys may try again (0: now). */
+  waitMs(keys: string[]): number {
+    const now = this.o.now();
+    let wait = 0;
+    for (const key of keys) {
+      const f = this.failures.get(key);
+      if (!f) continue;
+      if (now - f.last > this.o.maxDelayMs) this.failures.delete(key);
+      else wait = Math.max(wait, f.last + this.delayMs(f.count) - now);
+    }
+    return wait;
+  }
+
+  fail(keys: string[]): void {
+    const now = this.o.now();
+    // Bounded memory under a spray of emails: forget the keys idle past the longest delay.
+    if (this.failures.size > MAX_THROTTLE_KEYS) {
+      for (const [key, f] of this.failures)
+        if (now - f.last > this.o.maxDelayMs) this.failures.delete(key);
+    }
+    for (const key of keys) {
+      const f = this.failures.get(key);
+      this.failures.set(key, { count: (f?.count ?? 0) + 1, last: now });
+    }
+  }
+
+  succeed(keys: string[]): void {
+    for (const key of keys) this.failures.delete(key);
+  }
+}
 
 export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.post("/api/v1/auth/login", async (request) => {
+  const throttle = new LoginThrottle({ ...DEFAULT_THROTTLE, ...ctx.loginThrottle });
+  app.post("/api/v1/auth/login", async (request, reply) => {
     const body = parse(LoginBody, request.body, "body");
+    const keys = [`email:${body.email}`, `ip:${request.ip}`];
+    const wait = throttle.waitMs(keys);
+    if (wait > 0) {
+      const s = String(Math.ceil(wait / 1000));
+      throw new ApiError(429, "Too many failed logins; try again later.", `Retry after ${s} s.`, {
+        "retry-after": s,
+      });
+    }
     const r = await ctx.db.query("SELECT * FROM users WHERE email = $1", [body.email]);
     const row = r.rows[0];
     const ok = row
@@ -195,8 +327,31 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
       : await verifyPassword(body.password, await (noUserHash ??= hashPassword(randomUUID()))).then(
           () => false,
         );
-    if (!row || !ok) throw new ApiError(401, "Wrong email or password.");
-    const { token } = await issueToken(ctx.db, row.id as string, "login");
+    if (!row || !ok) {
+      throttle.fail(keys);
+      await audit(ctx.db, request, {
+        userId: (row?.id as string | undefined) ?? null,
+        action: "auth.login_failed",
+        details: { email: body.email },
+      });
+      throw new ApiError(401, "Wrong email or password.");
+    }
+    throttle.succeed(keys);
+    const { id, token } = await issueToken(ctx.db, row.id as string, "login", "session");
+    await audit(ctx.db, request, { userId: row.id as string, action: "auth.login", target: id });
+    setSessionCookie(request, reply, token);
     return { token };
+  });
+
+  // Ends the session the request came with (cookie or bearer) and clears the cookie.
+  app.post("/api/v1/auth/logout", async (request, reply) => {
+    const c = caller(request);
+    await ctx.db.query("DELETE FROM api_tokens WHERE id = $1", [c.tokenId]);
+    await audit(ctx.db, request, { userId: c.user.id, action: "auth.logout", target: c.tokenId });
+    void reply.header(
+      "set-cookie",
+      `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`,
+    );
+    return reply.code(204).send();
   });
 }

@@ -1,6 +1,8 @@
-// Chats and their messages, for their owner only: another user's chat is "not found", never
-// "forbidden", so IDs reveal nothing. Every change goes through chatd's transitions (create,
-// sendMessage, interrupt); the API only reads chats and messages directly.
+// Chats and their messages. Only its owner acts on a chat (sends, edits, interrupts); admins
+// and owners may also read everyone's (the chat, its messages, stream and usage). For anyone
+// else another user's chat is "not found", never "forbidden", so IDs reveal nothing. Every
+// change goes through chatd's transitions (create, sendMessage, interrupt) and records who
+// acted: messages carry created_by, and creation, interrupts and edits go to the audit log.
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -15,33 +17,43 @@ import {
   type SendResult,
 } from "../chatd/transitions.ts";
 import type { ApiContext } from "./app.ts";
-import { caller } from "./auth.ts";
+import { audit } from "./audit.ts";
+import { caller, isStaff } from "./auth.ts";
 import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { findWorkspace } from "./workspaces.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 
-const NewChatBody = z.object({
+export const NewChatBody = z.object({
   workspace_id: Uuid.optional(),
   model_id: Uuid.optional(),
   title: z.string().trim().max(500).optional(),
   message: MessageText.optional(),
 });
 
-const SendBody = z.object({
+export const SendBody = z.object({
   text: MessageText,
   busy_behavior: z.enum(["queue", "interrupt"]).optional(),
 });
 
-const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+export const EditBody = z.object({ text: MessageText });
 
-const AfterQuery = z.object({ after_id: Int64String.optional() });
+export const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+
+export const AfterQuery = z.object({ after_id: Int64String.optional() });
 
 /** The chat if it exists and `user` owns it; 404 otherwise (also for another user's chat). */
 export async function ownedChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
   const chat = await loadChat(ctx.db, id);
   if (!chat || chat.ownerId !== user.id) throw notFound("Chat", id);
+  return chat;
+}
+
+/** The chat if `user` may read it: its owner, an admin or an owner; 404 otherwise. */
+export async function readableChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
+  const chat = await loadChat(ctx.db, id);
+  if (!chat || (chat.ownerId !== user.id && !isStaff(user))) throw notFound("Chat", id);
   return chat;
 }
 
@@ -64,7 +76,8 @@ async function resolveWorkspace(
 
 async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {
   if (id !== undefined) {
-    const r = await ctx.db.query("SELECT 1 FROM model_configs WHERE id = $1", [id]);
+    // A disabled model is as good as unknown to a new chat.
+    const r = await ctx.db.query("SELECT 1 FROM model_configs WHERE id = $1 AND enabled", [id]);
     if (r.rows.length === 0) throw notFound("Model config", id, "model_id");
     return id;
   }
@@ -93,6 +106,12 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
       ...(body.title !== undefined && { title: body.title }),
       ...(body.message !== undefined && { message: body.message }),
     });
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.create",
+      target: chat.id,
+      details: { workspace_id: chat.workspaceId, model_id: chat.modelConfigId },
+    });
     return reply.code(201).send(chatView(chat));
   });
 
@@ -108,7 +127,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id", async (request) => {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    return chatView(await ownedChat(ctx, user, id));
+    return chatView(await readableChat(ctx, user, id));
   });
 
   app.post("/api/v1/chats/:id/messages", async (request, reply) => {
@@ -124,7 +143,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const { after_id } = parse(AfterQuery, request.query, "query");
-    await ownedChat(ctx, user, id);
+    await readableChat(ctx, user, id);
     const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, after_id ?? "0"]);
     return { messages: r.rows.map((row) => messageView(rowToMessage(row))) };
   });
@@ -134,9 +153,16 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.patch("/api/v1/chats/:id/messages/:message_id", async (request) => {
     const { user } = caller(request);
     const { id, message_id } = parse(MessageParams, request.params, "path");
-    const body = parse(z.object({ text: MessageText }), request.body, "body");
+    const body = parse(EditBody, request.body, "body");
     await ownedChat(ctx, user, id);
-    return sentView(await editMessage(ctx.db, id, user.id, message_id, body.text));
+    const sent = await editMessage(ctx.db, id, user.id, message_id, body.text);
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.edit",
+      target: id,
+      details: { message_id, queued: sent.queued },
+    });
+    return sentView(sent);
   });
 
   app.post("/api/v1/chats/:id/interrupt", async (request, reply) => {
@@ -144,6 +170,12 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { id } = parse(IdParams, request.params, "path");
     await ownedChat(ctx, user, id);
     const status = await interrupt(ctx.db, id);
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.interrupt",
+      target: id,
+      details: { status },
+    });
     return reply.code(202).send({ status });
   });
 }

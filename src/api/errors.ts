@@ -15,9 +15,11 @@ export interface ErrorBody {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 429,
     message: string,
     readonly detail?: string,
+    /** Headers sent with the answer (Retry-After of a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -88,7 +90,7 @@ export function handleError(
   reply: FastifyReply,
 ): void {
   if (error instanceof ApiError) {
-    void reply.code(error.status).send(error.body());
+    void reply.code(error.status).headers(error.headers).send(error.body());
     return;
   }
   if (error instanceof ChatNotFoundError) {

@@ -13,7 +13,7 @@ import type { PartEvent } from "../chatd/stream.ts";
 import { CHAT_CHANNEL, loadChat, type ChatChange } from "../chatd/transitions.ts";
 import type { ApiContext } from "./app.ts";
 import { caller } from "./auth.ts";
-import { ownedChat } from "./chats.ts";
+import { readableChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
@@ -83,7 +83,7 @@ export class ChatChanges {
   }
 }
 
-const StreamQuery = z.object({ after_id: Int64String.optional() });
+export const StreamQuery = z.object({ after_id: Int64String.optional() });
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
 function lastEventId(header: string | string[] | undefined): string | undefined {
@@ -96,7 +96,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const query = parse(StreamQuery, request.query, "query");
-    await ownedChat(ctx, user, id);
+    await readableChat(ctx, user, id);
 
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;

@@ -1,4 +1,4 @@
-// Helpers for the API's tests: an API on a test database with its first user (an admin) and a
+// Helpers for the API's tests: an API on a test database with its first user (the owner) and a
 // member, JSON requests through Fastify's inject, and an SSE reader over real HTTP that
 // collects events until the test has what it waits for.
 
@@ -22,19 +22,30 @@ export interface TestApi {
   adminId: string;
   memberToken: string;
   memberId: string;
-  request(method: string, url: string, o?: { token?: string; body?: unknown }): Promise<JsonAnswer>;
+  request(
+    method: string,
+    url: string,
+    o?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<JsonAnswer>;
+  /** Every JSON answer so far, as sent (tests assert no secret is in any of them). */
+  answers: string[];
 }
 
 export async function startTestApi(db: Database, o: Partial<ApiOptions> = {}): Promise<TestApi> {
   const buffer = new StreamBuffer();
   const app = await createApi({ db, buffer, ...o });
+  const answers: string[] = [];
   const request: TestApi["request"] = async (method, url, r = {}) => {
     const res = await app.inject({
       method: method as "GET",
       url,
-      headers: r.token === undefined ? {} : { authorization: `Bearer ${r.token}` },
+      headers: {
+        ...(r.token !== undefined && { authorization: `Bearer ${r.token}` }),
+        ...r.headers,
+      },
       ...(r.body !== undefined && { payload: r.body as object }),
     });
+    answers.push(res.body);
     const body = res.body === "" ? {} : res.json<Record<string, unknown>>();
     return { status: res.statusCode, body, headers: res.headers };
   };
@@ -58,6 +69,7 @@ export async function startTestApi(db: Database, o: Partial<ApiOptions> = {}): P
     memberToken: login.body.token as string,
     memberId: member.body.id as string,
     request,
+    answers,
   };
 }
 

@@ -1,20 +1,31 @@
 // The caller's API tokens: create (the secret is answered once and stored only as a hash),
-// list (never a secret) and delete (the token fails its very next request). A token of
+// list (never a secret; `kind` is `session` for a login's) and delete (the token fails its very
+// next request, bearer or session cookie alike). A token of
 // another user is not found, whoever asks.
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ApiContext } from "./app.ts";
+import { audit } from "./audit.ts";
 import { caller, issueToken } from "./auth.ts";
 import { IdParams, notFound, parse } from "./errors.ts";
 
-const NewTokenBody = z.object({ name: z.string().trim().min(1, "must not be empty").max(200) });
+export const NewTokenBody = z.object({
+  name: z.string().trim().min(1, "must not be empty").max(200),
+});
 
 export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/tokens", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewTokenBody, request.body, "body");
-    return reply.code(201).send(await issueToken(ctx.db, user.id, body.name));
+    const issued = await issueToken(ctx.db, user.id, body.name);
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "token.create",
+      target: issued.id,
+      details: { name: body.name },
+    });
+    return reply.code(201).send(issued);
   });
 
   app.get("/api/v1/tokens", async (request) => {
@@ -22,16 +33,18 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const r = await ctx.db.query<{
       id: string;
       name: string;
+      kind: string;
       created_at: Date;
       last_used_at: Date | null;
     }>(
-      "SELECT id, name, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id",
+      "SELECT id, name, kind, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id",
       [user.id],
     );
     return {
       tokens: r.rows.map((t) => ({
         id: t.id,
         name: t.name,
+        kind: t.kind,
         created_at: t.created_at.toISOString(),
         last_used_at: t.last_used_at?.toISOString() ?? null,
       })),
@@ -46,6 +59,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
       user.id,
     ]);
     if (r.affectedRows === 0) throw notFound("Token", id);
+    await audit(ctx.db, request, { userId: user.id, action: "token.revoke", target: id });
     return reply.code(204).send();
   });
 }

@@ -6,8 +6,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ApiContext } from "./app.ts";
-import { caller } from "./auth.ts";
-import { ownedChat } from "./chats.ts";
+import { caller, isStaff } from "./auth.ts";
+import { readableChat } from "./chats.ts";
 import { IdParams, parse } from "./errors.ts";
 
 export interface ChatUsage {
@@ -114,7 +114,7 @@ const Instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()])
   .transform((s) => new Date(s));
 
-const ReportQuery = z
+export const ReportQuery = z
   .object({
     from: Instant.optional(),
     to: Instant.optional(),
@@ -129,7 +129,7 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/usage", async (request) => {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    await ownedChat(ctx, user, id);
+    await readableChat(ctx, user, id);
     return chatUsage(ctx, id);
   });
 
@@ -138,7 +138,7 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const q = parse(ReportQuery, request.query, "query");
     const rows = await usageRows(ctx, q.group_by, {
-      ...(user.role !== "admin" && { ownerId: user.id }),
+      ...(!isStaff(user) && { ownerId: user.id }),
       ...(q.from && { from: q.from }),
       ...(q.to && { to: q.to }),
     });

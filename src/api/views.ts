@@ -9,7 +9,7 @@ export interface User {
   id: string;
   email: string;
   name: string;
-  role: "admin" | "member";
+  role: "owner" | "admin" | "member";
   created_at: string;
 }
 
@@ -80,7 +80,17 @@ export interface WorkspaceView {
   agent_url: string;
   owner_id: string | null;
   is_default: boolean;
+  shared: boolean;
   created_at: string;
+  /** The agent's answer to `GET /api/v0/info` (checked when listed or read). */
+  health?: WorkspaceHealth;
+}
+
+export interface WorkspaceHealth {
+  reachable: boolean;
+  version?: string;
+  uptime_ms?: number;
+  checked_at: string;
 }
 
 export function workspaceView(r: Record<string, unknown>): WorkspaceView {
@@ -90,6 +100,7 @@ export function workspaceView(r: Record<string, unknown>): WorkspaceView {
     agent_url: r.agent_url as string,
     owner_id: (r.owner_id as string | null) ?? null,
     is_default: r.is_default as boolean,
+    shared: r.shared as boolean,
     created_at: (r.created_at as Date).toISOString(),
   };
 }
@@ -101,9 +112,14 @@ export interface ModelView {
   base_url: string | null;
   context_limit: number | null;
   is_default: boolean;
+  enabled: boolean;
+  /** Integer micro-dollars per million tokens. */
+  input_price_per_mtok_micros: number;
+  output_price_per_mtok_micros: number;
   /** Whether a key is stored; the key itself is never answered. */
   has_api_key: boolean;
   created_at: string;
+  updated_at: string;
 }
 
 export function modelView(r: Record<string, unknown>): ModelView {
@@ -114,7 +130,11 @@ export function modelView(r: Record<string, unknown>): ModelView {
     base_url: (r.base_url as string | null) ?? null,
     context_limit: (r.context_limit as number | null) ?? null,
     is_default: r.is_default as boolean,
+    enabled: r.enabled as boolean,
+    input_price_per_mtok_micros: Number(r.input_price_per_mtok_micros),
+    output_price_per_mtok_micros: Number(r.output_price_per_mtok_micros),
     has_api_key: r.api_key !== null && r.api_key !== undefined,
     created_at: (r.created_at as Date).toISOString(),
+    updated_at: (r.updated_at as Date).toISOString(),
   };
 }

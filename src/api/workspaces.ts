@@ -1,15 +1,21 @@
-// Workspaces: a name and the URL (and optional token) of a workspace agent. A member sees and
-// uses the workspaces they registered and the shared ones (no owner, like the server's local
-// workspace); an admin sees all. The agent token is stored but never answered.
+// Workspaces: a name and the URL (and optional token) of a workspace agent, belonging to whoever
+// registered it. A chat may run in its owner's own workspaces, the ownerless local one and the
+// ones an admin shared; admins and owners also see (and may share or change) everyone's. The
+// agent token is stored but never answered, logged or audited. Reading a workspace asks its
+// agent for `GET /api/v0/info` (bounded by a short timeout) to show its health.
 
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import { AgentClient } from "../contract/index.ts";
 import type { ApiContext } from "./app.ts";
-import { caller } from "./auth.ts";
-import { parse } from "./errors.ts";
-import { workspaceView, type User } from "./views.ts";
+import { audit } from "./audit.ts";
+import { caller, isStaff } from "./auth.ts";
+import { ApiError, IdParams, notFound, parse } from "./errors.ts";
+import { workspaceView, type User, type WorkspaceHealth, type WorkspaceView } from "./views.ts";
+
+const DEFAULT_HEALTH_TIMEOUT_MS = 2_000;
 
 const HttpUrl = z
   .string()
@@ -20,18 +26,34 @@ const HttpUrl = z
     "must be an http(s) URL",
   );
 
-const NewWorkspaceBody = z.object({
-  name: z.string().trim().min(1, "must not be empty").max(200),
+const WorkspaceName = z.string().trim().min(1, "must not be empty").max(200);
+const AgentToken = z.string().min(1, "must not be empty").max(4096);
+
+export const NewWorkspaceBody = z.object({
+  name: WorkspaceName,
   agent_url: HttpUrl,
-  agent_token: z.string().min(1, "must not be empty").max(4096).optional(),
+  agent_token: AgentToken.optional(),
 });
 
-/** `true` when `user` may see and use the workspace row. */
+/** `shared` is for admins and owners only; `agent_token: null` clears the token. */
+export const WorkspacePatch = z.object({
+  name: WorkspaceName.optional(),
+  agent_url: HttpUrl.optional(),
+  agent_token: AgentToken.nullable().optional(),
+  shared: z.boolean().optional(),
+});
+
+/** `true` when a chat of `user` may run in the workspace row. */
 export function canUseWorkspace(user: User, row: Record<string, unknown>): boolean {
-  return user.role === "admin" || row.owner_id === null || row.owner_id === user.id;
+  return row.owner_id === null || row.shared === true || row.owner_id === user.id;
 }
 
-/** The workspace if it exists and `user` may use it. */
+/** `true` when `user` may see (and change) the workspace row. */
+function canSeeWorkspace(user: User, row: Record<string, unknown>): boolean {
+  return isStaff(user) || canUseWorkspace(user, row);
+}
+
+/** The workspace if it exists and a chat of `user` may run in it. */
 export async function findWorkspace(
   q: Queryable,
   user: User,
@@ -42,25 +64,118 @@ export async function findWorkspace(
   return row && canUseWorkspace(user, row) ? row : undefined;
 }
 
+/** The agent's health: reachable with its version and uptime, or not (any failure). */
+async function checkHealth(
+  row: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<WorkspaceHealth> {
+  const token = row.agent_token as string | null;
+  const client = new AgentClient({
+    baseUrl: row.agent_url as string,
+    ...(token !== null && { token }),
+  });
+  try {
+    const info = await client.info({ timeoutMs });
+    const started = Date.parse(info.started_at);
+    return {
+      reachable: true,
+      version: info.version,
+      ...(Number.isFinite(started) && { uptime_ms: Math.max(0, Date.now() - started) }),
+      checked_at: new Date().toISOString(),
+    };
+  } catch {
+    return { reachable: false, checked_at: new Date().toISOString() };
+  } finally {
+    client.close();
+  }
+}
+
 export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
+    ...workspaceView(row),
+    health: await checkHealth(row, ctx.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS),
+  });
+
   app.post("/api/v1/workspaces", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewWorkspaceBody, request.body, "body");
-    const r = await ctx.db.query(
-      `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token) VALUES ($1, $2, $3, $4, $5)
-       RETURNING *`,
-      [randomUUID(), user.id, body.name, body.agent_url, body.agent_token ?? null],
-    );
-    return reply.code(201).send(workspaceView(r.rows[0]!));
+    const row = await ctx.db.transaction(async (tx) => {
+      const r = await tx.query(
+        `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token) VALUES ($1, $2, $3, $4, $5)
+         RETURNING *`,
+        [randomUUID(), user.id, body.name, body.agent_url, body.agent_token ?? null],
+      );
+      const row = r.rows[0]!;
+      await audit(tx, request, {
+        userId: user.id,
+        action: "workspace.create",
+        target: row.id as string,
+        details: { name: body.name, agent_url: body.agent_url },
+      });
+      return row;
+    });
+    return reply.code(201).send(workspaceView(row));
   });
 
   app.get("/api/v1/workspaces", async (request) => {
     const { user } = caller(request);
     const r = await ctx.db.query(
-      `SELECT * FROM workspaces WHERE $1 OR owner_id IS NULL OR owner_id = $2
+      `SELECT * FROM workspaces WHERE $1 OR owner_id IS NULL OR shared OR owner_id = $2
        ORDER BY is_default DESC, created_at, id`,
-      [user.role === "admin", user.id],
+      [isStaff(user), user.id],
     );
-    return { workspaces: r.rows.map(workspaceView) };
+    return { workspaces: await Promise.all(r.rows.map(withHealth)) };
+  });
+
+  app.get("/api/v1/workspaces/:id", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const r = await ctx.db.query("SELECT * FROM workspaces WHERE id = $1", [id]);
+    const row = r.rows[0];
+    if (!row || !canSeeWorkspace(user, row)) throw notFound("Workspace", id);
+    return withHealth(row);
+  });
+
+  // Its owner (or an admin or owner) changes a workspace; only those share it. The local
+  // workspace (no owner) is the server's own: only admins and owners change it.
+  app.patch("/api/v1/workspaces/:id", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const body = parse(WorkspacePatch, request.body, "body");
+    const row = await ctx.db.transaction(async (tx) => {
+      const r = await tx.query("SELECT * FROM workspaces WHERE id = $1 FOR UPDATE", [id]);
+      const old = r.rows[0];
+      if (!old || !canSeeWorkspace(user, old)) throw notFound("Workspace", id);
+      if (!isStaff(user) && (old.owner_id !== user.id || body.shared !== undefined)) {
+        throw new ApiError(403, "Only its owner changes a workspace; only an admin shares one.");
+      }
+      const u = await tx.query(
+        `UPDATE workspaces SET name = coalesce($2, name), agent_url = coalesce($3, agent_url),
+           agent_token = CASE WHEN $4 THEN $5 ELSE agent_token END, shared = coalesce($6, shared)
+         WHERE id = $1 RETURNING *`,
+        [
+          id,
+          body.name ?? null,
+          body.agent_url ?? null,
+          body.agent_token !== undefined,
+          body.agent_token ?? null,
+          body.shared ?? null,
+        ],
+      );
+      const details: Record<string, unknown> = {};
+      if (body.name !== undefined) details.name = body.name;
+      if (body.agent_url !== undefined) details.agent_url = body.agent_url;
+      if (body.agent_token !== undefined)
+        details.agent_token = body.agent_token ? "set" : "cleared";
+      if (body.shared !== undefined) details.shared = body.shared;
+      await audit(tx, request, {
+        userId: user.id,
+        action: "workspace.update",
+        target: id,
+        details,
+      });
+      return u.rows[0]!;
+    });
+    return workspaceView(row);
   });
 }

@@ -24,3 +24,22 @@ export function unionMs(intervals: readonly Interval[]): number {
   if (curEnd > curStart) total += curEnd - curStart;
   return total;
 }
+
+/** A model's prices: integer micro-dollars per million input and output tokens. */
+export interface ModelPrices {
+  inputPerMtokMicros: number;
+  outputPerMtokMicros: number;
+}
+
+export const FREE: ModelPrices = { inputPerMtokMicros: 0, outputPerMtokMicros: 0 };
+
+/** What a model call cost in micro-dollars, rounded to the nearest one. */
+export function costMicros(
+  usage: { inputTokens: number; outputTokens: number },
+  p: ModelPrices,
+): number {
+  return Math.round(
+    (usage.inputTokens * p.inputPerMtokMicros + usage.outputTokens * p.outputPerMtokMicros) /
+      1_000_000,
+  );
+}

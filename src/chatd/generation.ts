@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId } from "../contract/index.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
-import type { Interval } from "./billing.ts";
+import { costMicros, type Interval, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import {
@@ -23,6 +23,11 @@ import type { StreamBuffer } from "./stream.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import { commitStep, finishTurn, readForTask, recordGenerationAttempt } from "./transitions.ts";
 
+export interface ResolvedModel {
+  model: LanguageModel;
+  prices: ModelPrices;
+}
+
 export interface GenerationDeps {
   db: Database;
   clock: Clock;
@@ -31,7 +36,8 @@ export interface GenerationDeps {
   agentAnswerTimeoutMs: number;
   /** Tool results are cut to this many bytes before they are committed. */
   toolResultBudgetBytes: number;
-  resolveModel(chat: Chat): Promise<LanguageModel>;
+  /** The chat's model and its prices (what an assistant message's tokens cost). */
+  resolveModel(chat: Chat): Promise<ResolvedModel>;
   /** The chat's workspace agent, or undefined when the chat has none. */
   resolveAgent(chat: Chat): Promise<AgentClient | undefined>;
   /** This replica's log, `replica` bound: lines about tool calls, takeovers, interrupts. */
@@ -76,7 +82,7 @@ async function callModel(
   const attempt = await recordGenerationAttempt(deps.db, fence);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
-  const model = await deps.resolveModel(chat);
+  const { model, prices } = await deps.resolveModel(chat);
   const parts = new AssistantParts();
   // The model window: from just before the stream opens until it is fully read.
   const opened = deps.clock.now();
@@ -126,7 +132,14 @@ async function callModel(
   if (content.length === 0) content.push({ type: "text", text: "" });
   deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
   await commitStep(deps.db, attemptFence, [
-    { role: "assistant", visibility: "both", content, runtimeMs, ...usage },
+    {
+      role: "assistant",
+      visibility: "both",
+      content,
+      runtimeMs,
+      ...usage,
+      costMicros: costMicros(usage, prices),
+    },
   ]);
   deps.buffer.end(chat.id);
 }

@@ -93,6 +93,10 @@ export async function main(argv: string[]): Promise<void> {
     )
     .option("--log-level <level>", "least level logged to stderr", logLevel, DEFAULT_LOG_LEVEL)
     .option(
+      "--trust-proxy",
+      "take the client address and https from X-Forwarded-* (only behind a proxy that sets them)",
+    )
+    .option(
       "--task-timeout-ms <n>",
       "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
       positiveInt,

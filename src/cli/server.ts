@@ -49,6 +49,8 @@ export interface ServerOptions {
   log?: boolean;
   /** The least level logged (default info). */
   logLevel?: LogLevel;
+  /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
+  trustProxy?: boolean;
 }
 
 export interface RunningServer {
@@ -87,6 +89,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     localAgent = await supervisor.start();
   }
 
+  // Keyed by config ID and update time: a changed config (PATCH) makes a new model.
   const models = new Map<string, LanguageModel>();
   const agents = new Map<string, AgentClient>();
   const buffer = new StreamBuffer();
@@ -114,6 +117,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         model: string;
         base_url: string | null;
         api_key: string | null;
+        updated_at: Date;
+        input_price_per_mtok_micros: string | number;
+        output_price_per_mtok_micros: string | number;
       }>(
         chat.modelConfigId
           ? "SELECT * FROM model_configs WHERE id = $1"
@@ -125,7 +131,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         throw new Error(
           "No model is configured: start the server with --model, or add one with POST /api/v1/models.",
         );
-      let m = models.get(c.id);
+      const key = `${c.id} ${c.updated_at.toISOString()}`;
+      let m = models.get(key);
       if (!m) {
         m = createLanguageModel({
           provider: c.provider as ProviderName,
@@ -133,9 +140,13 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           ...(c.base_url && { baseUrl: c.base_url }),
           ...(c.api_key && { apiKey: c.api_key }),
         });
-        models.set(c.id, m);
+        models.set(key, m);
       }
-      return m;
+      const prices = {
+        inputPerMtokMicros: Number(c.input_price_per_mtok_micros),
+        outputPerMtokMicros: Number(c.output_price_per_mtok_micros),
+      };
+      return { model: m, prices };
     },
     resolveAgent: async (chat: Chat) => {
       if (!chat.workspaceId) return undefined;
@@ -168,6 +179,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     buffer,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
+    ...(o.trustProxy && { trustProxy: true }),
   });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished

@@ -58,12 +58,25 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
     backoffMinMs: 20,
     backoffMaxMs: 200,
     resolveModel: async (chat: Chat) => {
-      const r = await db.query<{ provider: "openai" | "openai-compatible"; base_url: string }>(
-        "SELECT provider, base_url FROM model_configs WHERE id = $1",
-        [chat.modelConfigId],
-      );
-      const { provider, base_url } = r.rows[0]!;
-      return createLanguageModel({ provider, model: "fake-model", baseUrl: base_url, apiKey: "k" });
+      const r = await db.query<{
+        provider: "openai" | "openai-compatible";
+        base_url: string;
+        input_price_per_mtok_micros: string | number;
+        output_price_per_mtok_micros: string | number;
+      }>("SELECT * FROM model_configs WHERE id = $1", [chat.modelConfigId]);
+      const c = r.rows[0]!;
+      return {
+        model: createLanguageModel({
+          provider: c.provider,
+          model: "fake-model",
+          baseUrl: c.base_url,
+          apiKey: "k",
+        }),
+        prices: {
+          inputPerMtokMicros: Number(c.input_price_per_mtok_micros),
+          outputPerMtokMicros: Number(c.output_price_per_mtok_micros),
+        },
+      };
     },
     resolveAgent: async (chat: Chat) => {
       const r = await db.query<{ agent_url: string }>(

@@ -1,0 +1,80 @@
+// The audit log: who (user ID) did what (action, target, details) when and from where (client
+// address, user agent). Callers pass details without secrets; `GET /api/v1/audit` pages it
+// newest first for admins and owners.
+
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { Queryable } from "../chatd/db/index.ts";
+import type { ApiContext } from "./app.ts";
+import { staff } from "./auth.ts";
+import { Int64String, parse } from "./errors.ts";
+
+export type AuditAction =
+  | "auth.login"
+  | "auth.login_failed"
+  | "auth.logout"
+  | "user.create"
+  | "user.role"
+  | "token.create"
+  | "token.revoke"
+  | "model.create"
+  | "model.update"
+  | "model.delete"
+  | "workspace.create"
+  | "workspace.update"
+  | "chat.create"
+  | "chat.interrupt"
+  | "chat.edit";
+
+export interface AuditEntry {
+  userId: string | null;
+  action: AuditAction;
+  target?: string;
+  details?: Record<string, unknown>;
+}
+
+/** Records one entry, with the request's client address and user agent. */
+export async function audit(q: Queryable, request: FastifyRequest, e: AuditEntry): Promise<void> {
+  const agent = request.headers["user-agent"];
+  await q.query(
+    `INSERT INTO audit_log (user_id, action, target, details, ip, user_agent)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [
+      e.userId,
+      e.action,
+      e.target ?? null,
+      JSON.stringify(e.details ?? {}),
+      request.ip,
+      typeof agent === "string" ? agent.slice(0, 500) : null,
+    ],
+  );
+}
+
+export const AuditQuery = z.object({
+  before: Int64String.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export function auditRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  // Newest first; `before` is the last entry ID of the previous page.
+  app.get("/api/v1/audit", async (request) => {
+    staff(request);
+    const q = parse(AuditQuery, request.query, "query");
+    const r = await ctx.db.query(
+      `SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR id < $1) ORDER BY id DESC LIMIT $2`,
+      [q.before ?? null, q.limit],
+    );
+    return {
+      entries: r.rows.map((e) => ({
+        id: String(e.id),
+        user_id: (e.user_id as string | null) ?? null,
+        action: e.action as string,
+        target: (e.target as string | null) ?? null,
+        details: e.details as Record<string, unknown>,
+        ip: (e.ip as string | null) ?? null,
+        user_agent: (e.user_agent as string | null) ?? null,
+        created_at: (e.created_at as Date).toISOString(),
+      })),
+    };
+  });
+}

@@ -1,0 +1,198 @@
+// `GET /api/v1/openapi.json`: an OpenAPI 3.1 document of the public API, its request bodies,
+// path and query parameters generated (z.toJSONSchema, input side) from the very zod schemas
+// the routes validate with. ROUTES names every public route; a test checks it against the
+// routes the API registers, so a new route without an entry fails.
+
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ApiContext } from "./app.ts";
+import { AuditQuery } from "./audit.ts";
+import { LoginBody } from "./auth.ts";
+import { AfterQuery, EditBody, MessageParams, NewChatBody, SendBody } from "./chats.ts";
+import { IdParams } from "./errors.ts";
+import { ModelPatch, NewModelBody } from "./models.ts";
+import { StreamQuery } from "./stream.ts";
+import { NewTokenBody } from "./tokens.ts";
+import { ReportQuery } from "./usage.ts";
+import { FirstUserBody, NewUserBody, UserPatch } from "./users.ts";
+import { NewWorkspaceBody, WorkspacePatch } from "./workspaces.ts";
+
+interface RouteDoc {
+  summary: string;
+  /** The success status. */
+  status: number;
+  body?: z.ZodType;
+  params?: z.ZodObject;
+  query?: z.ZodType;
+  /** Served without a token. */
+  public?: true;
+}
+
+/** Every public route, `METHOD /path` as Fastify declares it (`:id`). */
+export const ROUTES: Record<string, RouteDoc> = {
+  "GET /api/v1/health": { summary: "Liveness", status: 200, public: true },
+  "GET /api/v1/openapi.json": { summary: "This document", status: 200, public: true },
+  "POST /api/v1/users/first": {
+    summary: "Create the owner (only while no user exists)",
+    status: 201,
+    body: FirstUserBody,
+    public: true,
+  },
+  "POST /api/v1/auth/login": {
+    summary: "Log in: a token, also set as the session cookie",
+    status: 200,
+    body: LoginBody,
+    public: true,
+  },
+  "POST /api/v1/auth/logout": { summary: "End the session", status: 204 },
+  "GET /api/v1/me": { summary: "The caller", status: 200 },
+  "POST /api/v1/users": { summary: "Create a user (admin)", status: 201, body: NewUserBody },
+  "GET /api/v1/users": { summary: "List users (admin)", status: 200 },
+  "PATCH /api/v1/users/:id": {
+    summary: "Change a user's role (admin)",
+    status: 200,
+    params: IdParams,
+    body: UserPatch,
+  },
+  "POST /api/v1/tokens": { summary: "Create an API token", status: 201, body: NewTokenBody },
+  "GET /api/v1/tokens": { summary: "List the caller's tokens", status: 200 },
+  "DELETE /api/v1/tokens/:id": { summary: "Revoke a token", status: 204, params: IdParams },
+  "POST /api/v1/workspaces": {
+    summary: "Register a workspace",
+    status: 201,
+    body: NewWorkspaceBody,
+  },
+  "GET /api/v1/workspaces": { summary: "List workspaces with health", status: 200 },
+  "GET /api/v1/workspaces/:id": {
+    summary: "A workspace with health",
+    status: 200,
+    params: IdParams,
+  },
+  "PATCH /api/v1/workspaces/:id": {
+    summary: "Change or share a workspace",
+    status: 200,
+    params: IdParams,
+    body: WorkspacePatch,
+  },
+  "POST /api/v1/models": { summary: "Add a model (admin)", status: 201, body: NewModelBody },
+  "GET /api/v1/models": { summary: "List models", status: 200 },
+  "PATCH /api/v1/models/:id": {
+    summary: "Change a model (admin)",
+    status: 200,
+    params: IdParams,
+    body: ModelPatch,
+  },
+  "DELETE /api/v1/models/:id": {
+    summary: "Delete a model (admin)",
+    status: 204,
+    params: IdParams,
+  },
+  "POST /api/v1/chats": { summary: "Create a chat", status: 201, body: NewChatBody },
+  "GET /api/v1/chats": { summary: "The caller's chats", status: 200 },
+  "GET /api/v1/chats/:id": { summary: "A chat", status: 200, params: IdParams },
+  "POST /api/v1/chats/:id/messages": {
+    summary: "Send a message",
+    status: 202,
+    params: IdParams,
+    body: SendBody,
+  },
+  "GET /api/v1/chats/:id/messages": {
+    summary: "A chat's messages",
+    status: 200,
+    params: IdParams,
+    query: AfterQuery,
+  },
+  "PATCH /api/v1/chats/:id/messages/:message_id": {
+    summary: "Edit a user message",
+    status: 200,
+    params: MessageParams,
+    body: EditBody,
+  },
+  "POST /api/v1/chats/:id/interrupt": {
+    summary: "Interrupt a chat",
+    status: 202,
+    params: IdParams,
+  },
+  "GET /api/v1/chats/:id/stream": {
+    summary: "A chat's event stream (text/event-stream)",
+    status: 200,
+    params: IdParams,
+    query: StreamQuery,
+  },
+  "GET /api/v1/chats/:id/usage": { summary: "A chat's usage", status: 200, params: IdParams },
+  "GET /api/v1/usage": { summary: "Usage report", status: 200, query: ReportQuery },
+  "GET /api/v1/audit": { summary: "The audit log (admin)", status: 200, query: AuditQuery },
+};
+
+type JsonSchema = Record<string, unknown>;
+
+function schemaOf(s: z.ZodType): JsonSchema {
+  const { $schema: _, ...rest } = z.toJSONSchema(s, { io: "input", unrepresentable: "any" });
+  return rest;
+}
+
+/** Path or query parameters from an object schema's properties. */
+function parameters(where: "path" | "query", s: z.ZodType): JsonSchema[] {
+  const json = schemaOf(s);
+  const props = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(props).map(([name, schema]) => ({
+    name,
+    in: where,
+    required: where === "path" || required.has(name),
+    schema,
+  }));
+}
+
+const ERROR = {
+  description: "`{message, detail?}`",
+  content: {
+    "application/json": {
+      schema: {
+        type: "object",
+        properties: { message: { type: "string" }, detail: { type: "string" } },
+        required: ["message"],
+      },
+    },
+  },
+};
+
+export function openApiDocument(): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const [key, r] of Object.entries(ROUTES)) {
+    const [method, route] = key.split(" ") as [string, string];
+    const path = route.replace(/:([a-z_]+)/g, "{$1}");
+    const op: JsonSchema = {
+      summary: r.summary,
+      parameters: [
+        ...(r.params ? parameters("path", r.params) : []),
+        ...(r.query ? parameters("query", r.query) : []),
+      ],
+      responses: { [String(r.status)]: { description: "Success" }, default: ERROR },
+    };
+    if (r.body)
+      op.requestBody = {
+        required: true,
+        content: { "application/json": { schema: schemaOf(r.body) } },
+      };
+    if (r.public) op.security = [];
+    (paths[path] ??= {})[method.toLowerCase()] = op;
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Tether", version: "1" },
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer" },
+        session: { type: "apiKey", in: "cookie", name: "tether_session" },
+      },
+    },
+    security: [{ bearer: [] }, { session: [] }],
+    paths,
+  };
+}
+
+export function openApiRoutes(app: FastifyInstance, _ctx: ApiContext): void {
+  const doc = openApiDocument();
+  app.get("/api/v1/openapi.json", async () => doc);
+}
