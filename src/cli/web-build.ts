@@ -70,7 +70,9 @@ export async function ensureWebBuilt(log: Logger, webDir = WEB_DIR): Promise<str
   const code = await new Promise<number | null>((r) => child.once("exit", r));
   if (code === 0) {
     await rm(dist, { recursive: true, force: true });
-    await rename(tmp, dist);
+    // Another server starting at the same time may have renamed its build into place first:
+    // the same sources, so either build serves.
+    await rename(tmp, dist).catch(() => rm(tmp, { recursive: true, force: true }));
     log.info({ ms: Date.now() - started }, "web UI built");
   } else {
     log.error({ code, stderr }, "web UI build failed: serving the previous build, if any");
