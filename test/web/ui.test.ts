@@ -134,9 +134,21 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByText("fake-model").first().waitFor();
     await shot(desktop, "admin-desktop");
 
+    // Edit the first message: the later history (the canceled call) goes, the chat reruns.
+    await desktop.getByRole("link", { name: "Chats" }).click();
+    await desktop.locator(".chats a").first().click();
+    await desktop.getByTestId("tool-card").waitFor();
+    await desktop.getByRole("button", { name: "Edit" }).click();
+    await desktop.getByLabel("Edit message").fill("just say OK");
+    await desktop.getByRole("button", { name: "Save and rerun" }).click();
+    await desktop.getByText("OK from the fake provider.").waitFor();
+    await expect(desktop.getByTestId("tool-card").count()).resolves.toBe(0);
+    await expect(desktop.locator(".msg.user").textContent()).resolves.toContain("just say OK");
+
     // A phone: sign in (the user exists now), then every screen again.
     const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
     phone.setDefaultTimeout(20_000);
+    phone.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
     await phone.goto(server.url);
     await phone.getByRole("heading", { name: "Sign in to Tether" }).waitFor();
     await shot(phone, "signin-phone");
@@ -147,7 +159,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.locator(".badge.waiting").waitFor();
     await shot(phone, "chats-phone");
     await phone.locator(".chats a").first().click();
-    await phone.getByTestId("tool-card").and(phone.locator('[data-state="canceled"]')).waitFor();
+    await phone.getByText("OK from the fake provider.").waitFor();
     await shot(phone, "chat-phone");
     // Nothing is wider than the phone's screen.
     expect(
@@ -156,6 +168,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.getByRole("link", { name: "Usage" }).click();
     await phone.getByTestId("usage-total").waitFor();
     await shot(phone, "usage-phone");
+    await phone.getByRole("link", { name: "Admin" }).click();
+    await phone.getByRole("heading", { name: "Models" }).waitFor();
+    await shot(phone, "admin-phone");
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
