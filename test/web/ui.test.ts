@@ -145,6 +145,26 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await expect(desktop.getByTestId("tool-card").count()).resolves.toBe(0);
     await expect(desktop.locator(".msg.user").textContent()).resolves.toContain("just say OK");
 
+    // Esc interrupts too, wherever the focus is.
+    fake.script({
+      toolCalls: [
+        {
+          id: "call_esc",
+          name: "execute",
+          args: { command: "echo esc; sleep 31", timeout: "60s" },
+        },
+      ],
+    });
+    await desktop.getByRole("link", { name: "Chats" }).click();
+    await desktop.getByRole("button", { name: "New chat" }).click();
+    await desktop.getByLabel("Message").fill("again");
+    await desktop.getByRole("button", { name: "Send" }).click();
+    await card.and(desktop.locator('[data-state="running"]')).waitFor();
+    await desktop.locator("h1").click(); // focus away from the composer
+    await desktop.keyboard.press("Escape");
+    await card.and(desktop.locator('[data-state="canceled"]')).waitFor();
+    await expect(card.locator(".output").textContent()).resolves.toContain("esc");
+
     // A phone: sign in (the user exists now), then every screen again.
     const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
     phone.setDefaultTimeout(20_000);
@@ -156,10 +176,10 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.getByLabel("Password").fill("correct horse battery");
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.getByRole("heading", { name: "Chats" }).waitFor();
-    await phone.locator(".badge.waiting").waitFor();
+    await phone.locator(".chats .badge.waiting").nth(1).waitFor(); // both chats are idle
     await shot(phone, "chats-phone");
     await phone.locator(".chats a").first().click();
-    await phone.getByText("OK from the fake provider.").waitFor();
+    await phone.getByTestId("tool-card").and(phone.locator('[data-state="canceled"]')).waitFor();
     await shot(phone, "chat-phone");
     // Nothing is wider than the phone's screen.
     expect(

@@ -255,15 +255,26 @@ export function ChatView({ id }: { id: string }) {
       setError((e as Error).message);
     }
   };
-  const onKey = (e: KeyboardEvent<HTMLElement>) => {
-    if (e.key === "Escape" && busy) {
-      e.preventDefault();
-      void interrupt();
-    } else if (e.key === "Enter" && !e.shiftKey && e.target instanceof HTMLTextAreaElement) {
+  // Enter sends from the composer (Shift+Enter is a new line).
+  const onComposerKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === "Enter" && !e.shiftKey) {
       e.preventDefault();
       void send();
     }
   };
+  // Esc interrupts a busy chat wherever the focus is (except while editing a message).
+  const interruptRef = useRef(interrupt);
+  interruptRef.current = interrupt;
+  useEffect(() => {
+    if (!busy || editing) return;
+    const onEsc = (e: globalThis.KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      e.preventDefault();
+      void interruptRef.current();
+    };
+    window.addEventListener("keydown", onEsc);
+    return () => window.removeEventListener("keydown", onEsc);
+  }, [busy, editing]);
 
   const results = new Map<string, Result>();
   for (const m of messages)
@@ -301,7 +312,7 @@ export function ChatView({ id }: { id: string }) {
   };
 
   return (
-    <section className="chat" onKeyDown={onKey}>
+    <section className="chat">
       <div className="row chat-head">
         <h1>{chat?.title || "Chat"}</h1>
         {chat && <StatusBadge status={chat.status} />}
@@ -384,6 +395,7 @@ export function ChatView({ id }: { id: string }) {
           placeholder={busy ? "Busy: a message now is queued (Esc interrupts)" : "Message"}
           value={draft}
           onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={onComposerKey}
           rows={3}
         />
         <div className="composer-buttons">
