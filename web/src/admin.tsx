@@ -43,6 +43,7 @@ function Form(p: {
           key={f}
           aria-label={f}
           placeholder={f}
+          type={SECRET.has(f) ? "password" : "text"}
           value={v[f] ?? ""}
           onChange={(e) => setV({ ...v, [f]: e.target.value })}
         />
@@ -53,6 +54,11 @@ function Form(p: {
     </form>
   );
 }
+
+const cell = (v: unknown): string =>
+  typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v);
+
+const SECRET = new Set(["password", "api_key", "agent_token"]);
 
 function Json({ rows }: { rows: object[] }) {
   if (rows.length === 0) return <p className="muted">None.</p>;
@@ -71,7 +77,7 @@ function Json({ rows }: { rows: object[] }) {
           {rows.map((r, i) => (
             <tr key={i}>
               {cols.map((c) => (
-                <td key={c}>{JSON.stringify((r as Record<string, unknown>)[c]) ?? ""}</td>
+                <td key={c}>{cell((r as Record<string, unknown>)[c])}</td>
               ))}
             </tr>
           ))}
