@@ -42,7 +42,11 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   const data: unknown = text === "" ? undefined : JSON.parse(text);
   if (!res.ok) {
     const e = (data ?? {}) as { message?: string; detail?: string };
-    if (res.status === 401) setToken(null);
+    // A token the server no longer knows (revoked, or a new database): back to sign-in.
+    if (res.status === 401 && token !== null) {
+      setToken(null);
+      location.assign("/");
+    }
     throw new ApiError(res.status, e.message ?? `HTTP ${res.status}`, e.detail);
   }
   return data as T;

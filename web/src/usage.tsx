@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { api } from "./api.ts";
 import { seconds } from "./chat.tsx";
+import { navigate } from "./router.ts";
 import type { Usage, User } from "./types.ts";
 
 type Row = Usage & { hour?: string; user_id?: string; chat_id?: string };
@@ -66,7 +67,13 @@ function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: str
   );
 }
 
-function Table({ rows, head }: { rows: { label: string; u: Usage }[]; head: string }) {
+function Table(p: {
+  rows: { label: string; u: Usage }[];
+  head: string;
+  /** Where a row's label links to, if anywhere. */
+  href?: (label: string) => string;
+}) {
+  const { rows, head, href } = p;
   return (
     <div className="scroll">
       <table>
@@ -84,7 +91,21 @@ function Table({ rows, head }: { rows: { label: string; u: Usage }[]; head: stri
         <tbody>
           {rows.map((r) => (
             <tr key={r.label}>
-              <td>{r.label}</td>
+              <td>
+                {href ? (
+                  <a
+                    href={href(r.label)}
+                    onClick={(e) => {
+                      e.preventDefault();
+                      navigate(href(r.label));
+                    }}
+                  >
+                    {r.label}
+                  </a>
+                ) : (
+                  r.label
+                )}
+              </td>
               <td>{seconds(r.u.runtime_ms)}</td>
               <td>{seconds(r.u.model_runtime_ms)}</td>
               <td>{seconds(r.u.tool_runtime_ms)}</td>
@@ -153,7 +174,7 @@ export function UsagePage({ me }: { me: User }) {
       <Bars rows={perUser} title="Runtime per user" />
       <Table rows={perUser} head="user" />
       <h2>Per chat</h2>
-      <Table rows={perChat} head="chat" />
+      <Table rows={perChat} head="chat" href={(id) => `/chats/${id}`} />
     </section>
   );
 }
