@@ -40,6 +40,9 @@ describeDatabases("authentication", (db) => {
     });
     expect(again.status).toBe(409);
     expect(again.body.message).toEqual(expect.any(String));
+    // The UI asks, without a token, whether to show setup or sign-in.
+    const setup = await api.request("GET", "/api/v1/setup");
+    expect(setup).toMatchObject({ status: 200, body: { first_user_needed: false } });
     const row = await db().query(
       "SELECT password_hash FROM users WHERE email = 'admin@example.com'",
     );

@@ -130,6 +130,7 @@ const PUBLIC_ROUTES = new Set([
   "GET /api/v1/openapi.json",
   "GET /metrics",
   "POST /api/v1/users/first",
+  "GET /api/v1/setup",
   "POST /api/v1/auth/login",
   "GET /",
   "GET /*",

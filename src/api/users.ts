@@ -62,6 +62,12 @@ export function userRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return reply.code(201).send(created);
   });
 
+  // Public: whether the UI shows setup (the first user) or sign-in. Reveals nothing else.
+  app.get("/api/v1/setup", async () => {
+    const any = await ctx.db.query("SELECT 1 FROM users LIMIT 1");
+    return { first_user_needed: any.rows.length === 0 };
+  });
+
   app.get("/api/v1/me", async (request) => caller(request).user);
 
   app.post("/api/v1/users", async (request, reply) => {

@@ -26,6 +26,7 @@ import { createLogger, DEFAULT_LOG_LEVEL, type LogLevel } from "./log.ts";
 import { stopOnSignals } from "./signals.ts";
 import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
 import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
+import { ensureWebBuilt } from "./web-build.ts";
 
 export const DEFAULT_AGENT_ANSWER_TIMEOUT_MS = 60_000;
 
@@ -51,6 +52,8 @@ export interface ServerOptions {
   logLevel?: LogLevel;
   /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
   trustProxy?: boolean;
+  /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
+  webRoot?: string;
 }
 
 export interface RunningServer {
@@ -180,6 +183,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
     ...(o.trustProxy && { trustProxy: true }),
+    ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
   const url = await api.listen({ host, port });
   // With the embedded database this process is the only replica: take over every unfinished
@@ -205,7 +209,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
 }
 
 export async function runServer(o: ServerOptions): Promise<void> {
-  const server = await startServer(o);
+  const log = createLogger({ level: o.logLevel ?? DEFAULT_LOG_LEVEL });
+  const webRoot = o.webRoot ?? (await ensureWebBuilt(log));
+  const server = await startServer({ ...o, webRoot });
   process.stdout.write(`listening on ${server.url}\n`);
   stopOnSignals(() => server.close());
 }

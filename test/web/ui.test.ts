@@ -1,0 +1,196 @@
+// The web UI in a real browser (Debian's chromium driven by playwright-core) against a real
+// `bin/tether server` (which builds the UI itself when web/dist is stale) and the fake model:
+// setup, a chat whose tool call runs, an interrupt from the UI, the usage page. Screenshots of
+// every screen at desktop and phone size go to test-artifacts/web/.
+
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeProvider } from "../support/fake-provider.ts";
+import { startServerProcess } from "../support/server.ts";
+
+const CHROMIUM = [
+  process.env.TETHER_TEST_CHROMIUM,
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+]
+  .filter((p): p is string => p !== undefined && p !== "")
+  .find((p) => existsSync(p));
+if (CHROMIUM === undefined)
+  console.warn("test/web: skipped, no chromium found (apt-get install -y chromium)");
+
+const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/web");
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  // Every cleanup runs even when one fails: a server left running outlives the test run.
+  const failed: unknown[] = [];
+  for (const c of cleanups.splice(0).reverse())
+    await Promise.resolve()
+      .then(c)
+      .catch((e: unknown) => failed.push(e));
+  if (failed.length > 0) throw failed[0];
+}, 30_000);
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+describe.skipIf(CHROMIUM === undefined)("web UI", () => {
+  it("setup, a tool call that runs and is interrupted from the UI, and the usage page", async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    const fake = await startFakeProvider();
+    cleanups.push(() => fake.close());
+    const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-"));
+    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    fake.script({
+      text: "Running it.",
+      toolCalls: [
+        {
+          id: "call_ui",
+          name: "execute",
+          args: { command: "echo early; sleep 30", timeout: "60s" },
+        },
+      ],
+    });
+    const server = await startServerProcess(
+      [
+        "--data-dir",
+        path.join(home, "data"),
+        "--workspace-dir",
+        home,
+        "--model",
+        "openai-compatible:fake-model",
+        "--model-base-url",
+        fake.url,
+      ],
+      home,
+      (fn) => cleanups.push(fn),
+    );
+
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM!,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    cleanups.push(() => browser.close());
+    const desktop = await browser.newPage({ viewport: DESKTOP });
+    desktop.setDefaultTimeout(20_000);
+    const pageErrors: string[] = [];
+    desktop.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+    desktop.on("console", (m) => {
+      // A failed request is the page's to show (the audit log's 404 says "not available").
+      if (m.type() === "error" && !m.text().startsWith("Failed to load resource"))
+        pageErrors.push(m.text());
+    });
+    // A failure's screenshot shows what the page showed instead.
+    cleanups.push(() => shot(desktop, "last-desktop").catch(() => undefined));
+
+    // Setup: no user exists yet.
+    await desktop.goto(server.url);
+    await desktop.getByRole("heading", { name: "Set up Tether" }).waitFor();
+    await shot(desktop, "setup-desktop");
+    await desktop.getByLabel("Email").fill("admin@example.com");
+    await desktop.getByLabel("Password").fill("correct horse battery");
+    await desktop.getByRole("button", { name: "Create admin" }).click();
+
+    await desktop.getByRole("heading", { name: "Chats" }).waitFor();
+    await desktop.getByRole("button", { name: "New chat" }).click();
+    await desktop.getByLabel("Message").fill("run the slow command");
+    await desktop.getByLabel("Message").press("Enter");
+
+    const card = desktop.getByTestId("tool-card");
+    await card.and(desktop.locator('[data-state="running"]')).waitFor();
+    await expect(card.locator(".tool-subject").textContent()).resolves.toBe("echo early; sleep 30");
+    await shot(desktop, "chat-running-desktop");
+
+    await desktop.getByRole("button", { name: "Interrupt" }).click();
+    await card.and(desktop.locator('[data-state="canceled"]')).waitFor();
+    await expect(card.locator(".tool-state").textContent()).resolves.toMatch(
+      /canceled by the user/,
+    );
+    await expect(card.locator(".output").textContent()).resolves.toContain("early");
+    await desktop.locator(".badge.waiting").waitFor();
+    await desktop
+      .getByTestId("chat-usage")
+      .filter({ hasText: /tools [1-9]/ })
+      .waitFor();
+    await shot(desktop, "chat-canceled-desktop");
+
+    await desktop.getByRole("link", { name: "Usage" }).click();
+    const total = desktop.getByTestId("usage-total");
+    await total.waitFor();
+    const billed = /Billed time ([\d.]+) (ms|s)/.exec((await total.textContent()) ?? "");
+    expect(billed).not.toBeNull();
+    expect(Number(billed![1])).toBeGreaterThan(0);
+    await shot(desktop, "usage-desktop");
+    await desktop.getByRole("link", { name: "Admin" }).click();
+    await desktop.getByRole("heading", { name: "Models" }).waitFor();
+    await desktop.getByText("fake-model").first().waitFor();
+    await shot(desktop, "admin-desktop");
+
+    // Edit the first message: the later history (the canceled call) goes, the chat reruns.
+    await desktop.getByRole("link", { name: "Chats" }).click();
+    await desktop.locator(".chats a").first().click();
+    await desktop.getByTestId("tool-card").waitFor();
+    await desktop.getByRole("button", { name: "Edit" }).click();
+    await desktop.getByLabel("Edit message").fill("just say OK");
+    await desktop.getByRole("button", { name: "Save and rerun" }).click();
+    await desktop.getByText("OK from the fake provider.").waitFor();
+    await expect(desktop.getByTestId("tool-card").count()).resolves.toBe(0);
+    await expect(desktop.locator(".msg.user").textContent()).resolves.toContain("just say OK");
+
+    // Esc interrupts too, wherever the focus is.
+    fake.script({
+      toolCalls: [
+        {
+          id: "call_esc",
+          name: "execute",
+          args: { command: "echo esc; sleep 31", timeout: "60s" },
+        },
+      ],
+    });
+    await desktop.getByRole("link", { name: "Chats" }).click();
+    await desktop.getByRole("button", { name: "New chat" }).click();
+    await desktop.getByLabel("Message").fill("again");
+    await desktop.getByRole("button", { name: "Send" }).click();
+    await card.and(desktop.locator('[data-state="running"]')).waitFor();
+    await desktop.locator("h1").click(); // focus away from the composer
+    await desktop.keyboard.press("Escape");
+    await card.and(desktop.locator('[data-state="canceled"]')).waitFor();
+    await expect(card.locator(".output").textContent()).resolves.toContain("esc");
+
+    // A phone: sign in (the user exists now), then every screen again.
+    const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
+    phone.setDefaultTimeout(20_000);
+    phone.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+    await phone.goto(server.url);
+    await phone.getByRole("heading", { name: "Sign in to Tether" }).waitFor();
+    await shot(phone, "signin-phone");
+    await phone.getByLabel("Email").fill("admin@example.com");
+    await phone.getByLabel("Password").fill("correct horse battery");
+    await phone.getByRole("button", { name: "Sign in" }).click();
+    await phone.getByRole("heading", { name: "Chats" }).waitFor();
+    await phone.locator(".chats .badge.waiting").nth(1).waitFor(); // both chats are idle
+    await shot(phone, "chats-phone");
+    await phone.locator(".chats a").first().click();
+    await phone.getByTestId("tool-card").and(phone.locator('[data-state="canceled"]')).waitFor();
+    await shot(phone, "chat-phone");
+    // Nothing is wider than the phone's screen.
+    expect(
+      await phone.evaluate<number>("document.documentElement.scrollWidth"),
+    ).toBeLessThanOrEqual(PHONE.width);
+    await phone.getByRole("link", { name: "Usage" }).click();
+    await phone.getByTestId("usage-total").waitFor();
+    await shot(phone, "usage-phone");
+    await phone.getByRole("link", { name: "Admin" }).click();
+    await phone.getByRole("heading", { name: "Models" }).waitFor();
+    await shot(phone, "admin-phone");
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,80 @@
+import { useEffect, useState, type FormEvent } from "react";
+import { api, setToken } from "./api.ts";
+import type { User } from "./types.ts";
+
+/** Setup (the first user) while no user exists, else sign-in. */
+export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
+  const [setup, setSetup] = useState<boolean | undefined>(undefined);
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [name, setName] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    api<{ first_user_needed: boolean }>("GET", "/setup").then(
+      (r) => setSetup(r.first_user_needed),
+      () => setSetup(false),
+    );
+  }, []);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const { token } = setup
+        ? await api<{ token: string }>("POST", "/users/first", { email, password, name })
+        : await api<{ token: string }>("POST", "/auth/login", { email, password });
+      setToken(token);
+      onSignedIn(await api<User>("GET", "/me"));
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+
+  if (setup === undefined) return <p className="page">Loading…</p>;
+  return (
+    <main className="page narrow">
+      <h1>{setup ? "Set up Tether" : "Sign in to Tether"}</h1>
+      {setup && <p>No user exists yet: create the first one, an admin.</p>}
+      <form className="stack" onSubmit={(e) => void submit(e)}>
+        {setup && (
+          <label>
+            Name
+            <input value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" />
+          </label>
+        )}
+        <label>
+          Email
+          <input
+            type="email"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+            autoComplete="username"
+          />
+        </label>
+        <label>
+          Password
+          <input
+            type="password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+            autoComplete={setup ? "new-password" : "current-password"}
+          />
+        </label>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" disabled={busy}>
+          {setup ? "Create admin" : "Sign in"}
+        </button>
+      </form>
+    </main>
+  );
+}

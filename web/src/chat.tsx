@@ -1,0 +1,417 @@
+import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from "react";
+import { api, followStream } from "./api.ts";
+import { navigate } from "./router.ts";
+import type { Chat, ChatStatus, Message, Part, PartEvent, Usage } from "./types.ts";
+
+export function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function StatusBadge({ status }: { status: ChatStatus }) {
+  return <span className={`badge ${status}`}>{status}</span>;
+}
+
+export function ChatList() {
+  const [chats, setChats] = useState<Chat[]>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    api<{ chats: Chat[] }>("GET", "/chats").then(
+      (r) => setChats(r.chats),
+      (e: Error) => setError(e.message),
+    );
+  }, []);
+  const create = async () => {
+    try {
+      const chat = await api<Chat>("POST", "/chats", {});
+      navigate(`/chats/${chat.id}`);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return (
+    <section>
+      <div className="row">
+        <h1>Chats</h1>
+        <button onClick={() => void create()}>New chat</button>
+      </div>
+      {error && <p className="error">{error}</p>}
+      {chats === undefined ? (
+        <p>Loading…</p>
+      ) : chats.length === 0 ? (
+        <p>No chats yet.</p>
+      ) : (
+        <ul className="chats">
+          {chats.map((c) => (
+            <li key={c.id}>
+              <a
+                href={`/chats/${c.id}`}
+                onClick={(e) => {
+                  e.preventDefault();
+                  navigate(`/chats/${c.id}`);
+                }}
+              >
+                {c.title || "Untitled chat"}
+              </a>
+              <StatusBadge status={c.status} />
+              <time>{new Date(c.updated_at).toLocaleString()}</time>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** The live (uncommitted) state of the generation in progress, from `part` events. */
+interface Live {
+  key: string;
+  text: string;
+  reasoning: string;
+  calls: { tool_call_id: string; tool_name: string; args: unknown }[];
+}
+
+type Result = Record<string, unknown> & { status?: string };
+
+/** One tool call's state in words, from its result (or the live stream while it has none). */
+function callState(result: Result | undefined, live: string | undefined): [string, string] {
+  if (result === undefined) {
+    if (live === "started") return ["running", "running"];
+    if (live !== undefined) return ["finishing", `finished (${live}), saving the result`];
+    return ["pending", "waiting to run"];
+  }
+  const s = result.status;
+  switch (s) {
+    case "completed":
+      return [
+        "completed",
+        typeof result.exit_code === "number"
+          ? `completed, exit code ${result.exit_code}`
+          : "completed",
+      ];
+    case "timed_out":
+      return ["timed_out", "timed out, still running"];
+    case "background":
+      return ["background", "running in the background"];
+    case "canceled":
+      return ["canceled", "canceled by the user"];
+    case "not_run":
+      return ["not_run", "not run"];
+    case "unknown":
+      return ["unknown", `unknown (${String(result.reason)})`];
+    case "error":
+      return ["error", `error: ${String(result.message)}`];
+    case "failed":
+      return ["error", `failed: ${String(result.error)}`];
+    case "not_applied":
+      return ["not_run", "not applied"];
+    default:
+      return ["unknown", String(s)];
+  }
+}
+
+function subject(name: string, args: unknown): string {
+  const a = (args ?? {}) as Record<string, unknown>;
+  const v = a.command ?? a.path ?? a.process_id;
+  return typeof v === "string" ? v : JSON.stringify(args);
+}
+
+function ToolCard(p: { name: string; args: unknown; result?: Result; live?: string }) {
+  const [cls, label] = callState(p.result, p.live);
+  const r = p.result ?? {};
+  const output = typeof r.output === "string" ? r.output : undefined;
+  const ran =
+    typeof r.wall_duration_ms === "number"
+      ? r.wall_duration_ms
+      : typeof r.run_age_ms === "number"
+        ? r.run_age_ms
+        : undefined;
+  return (
+    <article className={`tool ${cls}`} data-testid="tool-card" data-state={cls}>
+      <header>
+        <span className="tool-name">{p.name}</span>
+        <code className="tool-subject">{subject(p.name, p.args)}</code>
+      </header>
+      <p className="tool-state" role="status">
+        {label}
+        {ran !== undefined && <span className="muted"> · ran {seconds(ran)}</span>}
+      </p>
+      {typeof r.note === "string" && <p className="note">{r.note}</p>}
+      {typeof r.detail === "string" && <p className="note">{r.detail}</p>}
+      {output !== undefined && (
+        <details open>
+          <summary>
+            Output{cls === "canceled" || cls === "timed_out" ? " (partial)" : ""}
+            {r.truncated !== undefined && " — middle dropped"}
+          </summary>
+          <pre className="output">{output || "(no output)"}</pre>
+        </details>
+      )}
+      {p.result !== undefined && output === undefined && cls === "completed" && (
+        <details>
+          <summary>Result</summary>
+          <pre className="output">{JSON.stringify(p.result, null, 2)}</pre>
+        </details>
+      )}
+    </article>
+  );
+}
+
+export function ChatView({ id }: { id: string }) {
+  const [chat, setChat] = useState<Chat>();
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [live, setLive] = useState<Live>();
+  const [toolLive, setToolLive] = useState<Record<string, string>>({});
+  const [usage, setUsage] = useState<Usage>();
+  const [error, setError] = useState<string>();
+  const [draft, setDraft] = useState("");
+  const [editing, setEditing] = useState<{ id: string; text: string }>();
+  const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
+  const endRef = useRef<HTMLDivElement>(null);
+
+  const loadUsage = useCallback(() => {
+    api<Usage>("GET", `/chats/${id}/usage`).then(setUsage, () => undefined);
+  }, [id]);
+
+  useEffect(() => {
+    api<Chat>("GET", `/chats/${id}`).then(setChat, (e: Error) => setError(e.message));
+    loadUsage();
+    setMessages([]);
+    setLive(undefined);
+    return followStream(id, (event, data) => {
+      switch (event) {
+        case "message": {
+          const m = data as Message;
+          setMessages((ms) => (ms.some((x) => x.id === m.id) ? ms : [...ms, m]));
+          if (m.role === "assistant") setLive(undefined);
+          break;
+        }
+        case "part": {
+          const e = data as PartEvent;
+          const key = `${e.history_version}/${e.generation_attempt}`;
+          const part = e.part;
+          if (part.type === "tool-started" || part.type === "tool-finished") {
+            const state = part.type === "tool-started" ? "started" : part.status;
+            setToolLive((t) => ({ ...t, [part.tool_call_id]: state }));
+            break;
+          }
+          setLive((l) => {
+            const cur = l?.key === key ? l : { key, text: "", reasoning: "", calls: [] };
+            switch (part.type) {
+              case "text-delta":
+                return { ...cur, text: cur.text + part.text };
+              case "reasoning-delta":
+                return { ...cur, reasoning: cur.reasoning + part.text };
+              case "tool-call":
+                return { ...cur, calls: [...cur.calls, part] };
+            }
+          });
+          break;
+        }
+        case "status": {
+          const { status } = data as { status: ChatStatus };
+          setChat((c) => (c ? { ...c, status } : c));
+          if (status !== "running") loadUsage();
+          break;
+        }
+        case "error":
+          setError((data as { message: string }).message);
+          break;
+      }
+    });
+  }, [id, epoch, loadUsage]);
+
+  // Braces: scrollIntoView returns a promise in newer browsers, and an effect returns no value.
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: "end" });
+  }, [messages, live]);
+
+  const busy = chat?.status === "running" || chat?.status === "interrupting";
+
+  const send = async () => {
+    const text = draft.trim();
+    if (text === "") return;
+    setError(undefined);
+    try {
+      await api("POST", `/chats/${id}/messages`, { text, busy_behavior: "queue" });
+      setDraft("");
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  const interrupt = async () => {
+    try {
+      await api("POST", `/chats/${id}/interrupt`);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  const saveEdit = async () => {
+    if (!editing) return;
+    try {
+      await api("PATCH", `/chats/${id}/messages/${editing.id}`, { text: editing.text });
+      setEditing(undefined);
+      setEpoch((n) => n + 1);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  // Enter sends from the composer (Shift+Enter is a new line).
+  const onComposerKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      void send();
+    }
+  };
+  // Esc interrupts a busy chat wherever the focus is (except while editing a message).
+  const interruptRef = useRef(interrupt);
+  interruptRef.current = interrupt;
+  useEffect(() => {
+    if (!busy || editing) return;
+    const onEsc = (e: globalThis.KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      e.preventDefault();
+      void interruptRef.current();
+    };
+    window.addEventListener("keydown", onEsc);
+    return () => window.removeEventListener("keydown", onEsc);
+  }, [busy, editing]);
+
+  const results = new Map<string, Result>();
+  for (const m of messages)
+    for (const p of m.parts)
+      if (p.type === "tool-result") results.set(p.tool_call_id, p.result as Result);
+
+  const renderPart = (p: Part, i: number) => {
+    switch (p.type) {
+      case "text":
+        return (
+          <p key={i} className="text">
+            {p.text}
+          </p>
+        );
+      case "reasoning":
+        return (
+          <details key={i} className="reasoning">
+            <summary>Reasoning</summary>
+            <p>{p.text}</p>
+          </details>
+        );
+      case "tool-call":
+        return (
+          <ToolCard
+            key={p.tool_call_id}
+            name={p.tool_name}
+            args={p.args}
+            result={results.get(p.tool_call_id)}
+            live={toolLive[p.tool_call_id]}
+          />
+        );
+      case "tool-result":
+        return null; // shown on its call's card
+    }
+  };
+
+  return (
+    <section className="chat">
+      <div className="row chat-head">
+        <h1>{chat?.title || "Chat"}</h1>
+        {chat && <StatusBadge status={chat.status} />}
+        {usage && (
+          <span className="muted" data-testid="chat-usage">
+            billed {seconds(usage.runtime_ms)} (model {seconds(usage.model_runtime_ms)}, tools{" "}
+            {seconds(usage.tool_runtime_ms)})
+          </span>
+        )}
+      </div>
+      {chat?.last_error && <p className="error">{chat.last_error}</p>}
+      <div className="messages" aria-live="polite">
+        {messages
+          .filter((m) => m.role !== "tool" || m.parts.some((p) => p.type !== "tool-result"))
+          .map((m) => (
+            <div key={m.id} className={`msg ${m.role}`}>
+              {editing?.id === m.id ? (
+                <div className="stack">
+                  <textarea
+                    aria-label="Edit message"
+                    value={editing.text}
+                    onChange={(e) => setEditing({ id: m.id, text: e.target.value })}
+                  />
+                  <div className="row">
+                    <button onClick={() => void saveEdit()}>Save and rerun</button>
+                    <button className="secondary" onClick={() => setEditing(undefined)}>
+                      Cancel
+                    </button>
+                  </div>
+                </div>
+              ) : (
+                <>
+                  {m.parts.map(renderPart)}
+                  {m.role === "user" && (
+                    <button
+                      className="link small"
+                      onClick={() =>
+                        setEditing({
+                          id: m.id,
+                          text: m.parts.map((p) => (p.type === "text" ? p.text : "")).join(""),
+                        })
+                      }
+                    >
+                      Edit
+                    </button>
+                  )}
+                </>
+              )}
+            </div>
+          ))}
+        {live && (
+          <div className="msg assistant live">
+            {live.reasoning && (
+              <details className="reasoning" open>
+                <summary>Reasoning</summary>
+                <p>{live.reasoning}</p>
+              </details>
+            )}
+            {live.text && <p className="text">{live.text}</p>}
+            {live.calls.map((c) => (
+              <ToolCard
+                key={c.tool_call_id}
+                name={c.tool_name}
+                args={c.args}
+                live={toolLive[c.tool_call_id]}
+              />
+            ))}
+          </div>
+        )}
+        <div ref={endRef} />
+      </div>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="composer">
+        <textarea
+          aria-label="Message"
+          placeholder={busy ? "Busy: a message now is queued (Esc interrupts)" : "Message"}
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={onComposerKey}
+          rows={3}
+        />
+        <div className="composer-buttons">
+          <button onClick={() => void send()} disabled={draft.trim() === ""}>
+            {busy ? "Queue" : "Send"}
+          </button>
+          <button
+            className="danger"
+            onClick={() => void interrupt()}
+            disabled={!busy}
+            title="Interrupt (Esc)"
+          >
+            Interrupt
+          </button>
+        </div>
+      </div>
+    </section>
+  );
+}

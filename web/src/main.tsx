@@ -1,0 +1,75 @@
+import { StrictMode, useEffect, useState } from "react";
+import { createRoot } from "react-dom/client";
+import { api, setToken, signedIn } from "./api.ts";
+import { AdminPage } from "./admin.tsx";
+import { AuthPage } from "./auth.tsx";
+import { ChatList, ChatView } from "./chat.tsx";
+import { navigate, usePath } from "./router.ts";
+import { UsagePage } from "./usage.tsx";
+import type { User } from "./types.ts";
+import "./style.css";
+
+function App() {
+  const path = usePath();
+  const [me, setMe] = useState<User | null | undefined>(signedIn() ? undefined : null);
+
+  useEffect(() => {
+    if (me !== undefined) return;
+    api<User>("GET", "/me").then(setMe, () => setMe(null));
+  }, [me]);
+
+  if (me === undefined) return <p className="page">Loading…</p>;
+  if (me === null) return <AuthPage onSignedIn={setMe} />;
+
+  const chat = /^\/chats\/([^/]+)$/.exec(path);
+  const link = (to: string, label: string) => (
+    <a
+      href={to}
+      aria-current={path === to ? "page" : undefined}
+      onClick={(e) => {
+        e.preventDefault();
+        navigate(to);
+      }}
+    >
+      {label}
+    </a>
+  );
+  return (
+    <>
+      <header className="top">
+        <strong>Tether</strong>
+        <nav>
+          {link("/", "Chats")}
+          {link("/usage", "Usage")}
+          {me.role === "admin" && link("/admin", "Admin")}
+        </nav>
+        <button
+          className="link"
+          onClick={() => {
+            setToken(null);
+            setMe(null);
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main className="page">
+        {chat ? (
+          <ChatView key={chat[1]} id={chat[1]!} />
+        ) : path === "/usage" ? (
+          <UsagePage me={me} />
+        ) : path === "/admin" ? (
+          <AdminPage />
+        ) : (
+          <ChatList />
+        )}
+      </main>
+    </>
+  );
+}
+
+createRoot(document.getElementById("root")!).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

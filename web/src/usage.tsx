@@ -1,0 +1,180 @@
+import { useEffect, useState } from "react";
+import { api } from "./api.ts";
+import { seconds } from "./chat.tsx";
+import { navigate } from "./router.ts";
+import type { Usage, User } from "./types.ts";
+
+type Row = Usage & { hour?: string; user_id?: string; chat_id?: string };
+
+function add(a: Usage, b: Usage): Usage {
+  return {
+    runtime_ms: a.runtime_ms + b.runtime_ms,
+    model_runtime_ms: a.model_runtime_ms + b.model_runtime_ms,
+    tool_runtime_ms: a.tool_runtime_ms + b.tool_runtime_ms,
+    billed_calls: a.billed_calls + b.billed_calls,
+    input_tokens: a.input_tokens + b.input_tokens,
+    output_tokens: a.output_tokens + b.output_tokens,
+    cost_micros: a.cost_micros + b.cost_micros,
+  };
+}
+
+const dollars = (micros: number) => `$${(micros / 1e6).toFixed(4)}`;
+
+/** Horizontal stacked bars: model runtime vs tool runtime per group. Plain SVG. */
+function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: string }) {
+  const max = Math.max(1, ...rows.map((r) => r.u.runtime_ms));
+  const rowH = 28;
+  const labelW = 140;
+  const width = 600;
+  const scale = (ms: number) => ((width - labelW - 10) * ms) / max;
+  return (
+    <figure>
+      <figcaption>{title}</figcaption>
+      <svg
+        viewBox={`0 0 ${width} ${rows.length * rowH + 4}`}
+        width="100%"
+        role="img"
+        aria-label={title}
+      >
+        {rows.map((r, i) => (
+          <g key={r.label} transform={`translate(0 ${i * rowH})`}>
+            <text x={0} y={18} fontSize={12}>
+              {r.label.length > 20 ? r.label.slice(0, 19) + "…" : r.label}
+            </text>
+            <rect
+              x={labelW}
+              y={4}
+              height={18}
+              width={scale(r.u.model_runtime_ms)}
+              className="bar-model"
+            />
+            <rect
+              x={labelW + scale(r.u.model_runtime_ms)}
+              y={4}
+              height={18}
+              width={scale(r.u.tool_runtime_ms)}
+              className="bar-tool"
+            />
+            <title>{`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${dollars(r.u.cost_micros)}`}</title>
+          </g>
+        ))}
+      </svg>
+      <p className="legend">
+        <span className="swatch bar-model" /> model runtime <span className="swatch bar-tool" />{" "}
+        tool runtime
+      </p>
+    </figure>
+  );
+}
+
+function Table(p: {
+  rows: { label: string; u: Usage }[];
+  head: string;
+  /** Where a row's label links to, if anywhere. */
+  href?: (label: string) => string;
+}) {
+  const { rows, head, href } = p;
+  return (
+    <div className="scroll">
+      <table>
+        <thead>
+          <tr>
+            <th>{head}</th>
+            <th>billed time</th>
+            <th>model</th>
+            <th>tools</th>
+            <th>billed calls</th>
+            <th>tokens in/out</th>
+            <th>cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.label}>
+              <td>
+                {href ? (
+                  <a
+                    href={href(r.label)}
+                    onClick={(e) => {
+                      e.preventDefault();
+                      navigate(href(r.label));
+                    }}
+                  >
+                    {r.label}
+                  </a>
+                ) : (
+                  r.label
+                )}
+              </td>
+              <td>{seconds(r.u.runtime_ms)}</td>
+              <td>{seconds(r.u.model_runtime_ms)}</td>
+              <td>{seconds(r.u.tool_runtime_ms)}</td>
+              <td>{r.u.billed_calls}</td>
+              <td>
+                {r.u.input_tokens}/{r.u.output_tokens}
+              </td>
+              <td>{dollars(r.u.cost_micros)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function UsagePage({ me }: { me: User }) {
+  const [data, setData] = useState<{ hour: Row[]; user: Row[]; chat: Row[] }>();
+  const [names, setNames] = useState<Record<string, string>>({ [me.id]: me.email });
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    const get = (g: string) =>
+      api<{ rows: Row[] }>("GET", `/usage?group_by=${g}`).then((r) => r.rows);
+    Promise.all([get("hour"), get("user"), get("chat")]).then(
+      ([hour, user, chat]) => setData({ hour, user, chat }),
+      (e: Error) => setError(e.message),
+    );
+    if (me.role === "admin")
+      api<{ users: User[] }>("GET", "/users").then(
+        (r) => setNames(Object.fromEntries(r.users.map((u) => [u.id, u.email]))),
+        () => undefined,
+      );
+  }, [me]);
+
+  if (error) return <p className="error">{error}</p>;
+  if (!data) return <p>Loading…</p>;
+  const days = new Map<string, Usage>();
+  for (const r of data.hour) {
+    const day = (r.hour ?? "").slice(0, 10);
+    const prev = days.get(day);
+    days.set(day, prev ? add(prev, r) : r);
+  }
+  const perDay = [...days].sort().map(([label, u]) => ({ label, u }));
+  const perUser = data.user.map((r) => ({
+    label: names[r.user_id ?? ""] ?? r.user_id ?? "",
+    u: r,
+  }));
+  const perChat = data.chat.map((r) => ({ label: r.chat_id ?? "", u: r }));
+  const total = data.user.reduce<Usage | undefined>((t, r) => (t ? add(t, r) : r), undefined);
+  return (
+    <section>
+      <h1>Usage</h1>
+      {total ? (
+        <p data-testid="usage-total">
+          Billed time <strong>{seconds(total.runtime_ms)}</strong> (model{" "}
+          {seconds(total.model_runtime_ms)}, tools {seconds(total.tool_runtime_ms)}),{" "}
+          {total.billed_calls} billed calls, cost {dollars(total.cost_micros)}
+        </p>
+      ) : (
+        <p>No usage yet.</p>
+      )}
+      <h2>Per day</h2>
+      <Bars rows={perDay} title="Runtime per day" />
+      <Table rows={perDay} head="day (UTC)" />
+      <h2>Per user</h2>
+      <Bars rows={perUser} title="Runtime per user" />
+      <Table rows={perUser} head="user" />
+      <h2>Per chat</h2>
+      <Table rows={perChat} head="chat" href={(id) => `/chats/${id}`} />
+    </section>
+  );
+}
