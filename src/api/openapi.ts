@@ -32,6 +32,11 @@ interface RouteDoc {
 export const ROUTES: Record<string, RouteDoc> = {
   "GET /api/v1/health": { summary: "Liveness", status: 200, public: true },
   "GET /api/v1/openapi.json": { summary: "This document", status: 200, public: true },
+  "GET /api/v1/setup": {
+    summary: "Whether the owner is still to be created (the UI shows setup, else sign-in)",
+    status: 200,
+    public: true,
+  },
   "POST /api/v1/users/first": {
     summary: "Create the owner (only while no user exists)",
     status: 201,
