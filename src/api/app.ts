@@ -3,7 +3,7 @@
 // and the route groups, and the internal routes between replicas (relay.ts). Closing it ends
 // open event streams and stops listening for changes.
 
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -85,7 +85,12 @@ function parseJson(text: string): unknown {
 
 export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(o.log ? { loggerInstance: o.log, disableRequestLogging: true } : { logger: false }),
+    ...(o.log
+      ? {
+          loggerInstance: o.log,
+          logController: new LogController({ disableRequestLogging: true }),
+        }
+      : { logger: false }),
     bodyLimit: API_BODY_LIMIT_BYTES,
     trustProxy: o.trustProxy ?? false,
   });
