@@ -6,7 +6,7 @@ import { AuthPage } from "./auth.tsx";
 import { ChatList, ChatView } from "./chat.tsx";
 import { navigate, usePath } from "./router.ts";
 import { UsagePage } from "./usage.tsx";
-import type { User } from "./types.ts";
+import { isStaff, type User } from "./types.ts";
 import "./style.css";
 
 function App() {
@@ -41,7 +41,7 @@ function App() {
         <nav>
           {link("/", "Chats")}
           {link("/usage", "Usage")}
-          {me.role === "admin" && link("/admin", "Admin")}
+          {isStaff(me) && link("/admin", "Admin")}
         </nav>
         <button
           className="link"

@@ -61,5 +61,10 @@ export interface User {
   id: string;
   email: string;
   name: string;
-  role: "admin" | "member";
+  role: "owner" | "admin" | "member";
+}
+
+/** Owners and admins run the place: users, models, workspaces, the audit log. */
+export function isStaff(u: User): boolean {
+  return u.role === "owner" || u.role === "admin";
 }

@@ -2,7 +2,7 @@ import { useEffect, useState } from "react";
 import { api } from "./api.ts";
 import { seconds } from "./chat.tsx";
 import { navigate } from "./router.ts";
-import type { Usage, User } from "./types.ts";
+import { isStaff, type Usage, type User } from "./types.ts";
 
 type Row = Usage & { hour?: string; user_id?: string; chat_id?: string };
 
@@ -133,7 +133,7 @@ export function UsagePage({ me }: { me: User }) {
       ([hour, user, chat]) => setData({ hour, user, chat }),
       (e: Error) => setError(e.message),
     );
-    if (me.role === "admin")
+    if (isStaff(me))
       api<{ users: User[] }>("GET", "/users").then(
         (r) => setNames(Object.fromEntries(r.users.map((u) => [u.id, u.email]))),
         () => undefined,
