@@ -35,6 +35,12 @@ export interface CampaignOptions {
   agentAnswerTimeoutMs: number;
   /** Faults are injected during this window after the chats start. */
   faultWindowMs: number;
+  /**
+   * Longest delay of a request in transit. Kept under the contract's 2 s age margin by
+   * default: a longer one lets a restarted agent run a call whose age header went stale on
+   * the way, which the contract does not promise to catch (a stress run may raise it).
+   */
+  maxRequestDelayMs: number;
   /** After the faults stop, chats must be settled within this time. */
   settleMs: number;
   /** Keep the logs and workspaces even without violations. */
@@ -50,6 +56,7 @@ export const DEFAULTS: Omit<CampaignOptions, "seed" | "scenarios" | "postgresUrl
   heartbeatMs: 500,
   agentAnswerTimeoutMs: 3_000,
   faultWindowMs: 10_000,
+  maxRequestDelayMs: 1_500,
   settleMs: 60_000,
 };
 
@@ -205,7 +212,7 @@ class Campaign {
       for (const p of proxies) {
         p.setPolicy({
           probability,
-          maxRequestDelayMs: 1_500,
+          maxRequestDelayMs: this.o.maxRequestDelayMs,
           maxResponseDelayMs: Math.round(this.o.agentAnswerTimeoutMs * 1.5),
         });
       }
