@@ -163,7 +163,11 @@ class Campaign {
       [r.workerId],
     );
     this.stats.failovers += owned.rows[0]?.n ?? 0;
-    this.pending.push(this.startReplica());
+    // Awaited when the scenario's faults end; a replacement that fails to start fails the
+    // campaign there (and its cleanup runs), not as an unhandled rejection before.
+    const replacement = this.startReplica();
+    replacement.catch(() => undefined);
+    this.pending.push(replacement);
   }
 
   async runScenario(seed: number): Promise<Violation[]> {
