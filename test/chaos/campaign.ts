@@ -37,6 +37,12 @@ export interface CampaignOptions {
   agentAnswerTimeoutMs: number;
   /** Faults are injected during this window after the chats start. */
   faultWindowMs: number;
+  /**
+   * Longest delay of a request in transit. Kept under the contract's 2 s age margin by
+   * default: a longer one lets a restarted agent run a call whose age header went stale on
+   * the way, which the contract does not promise to catch (a stress run may raise it).
+   */
+  maxRequestDelayMs: number;
   /** After the faults stop, chats must be settled within this time. */
   settleMs: number;
   /** Keep the logs and workspaces even without violations. */
@@ -52,6 +58,7 @@ export const DEFAULTS: Omit<CampaignOptions, "seed" | "scenarios" | "postgresUrl
   heartbeatMs: 500,
   agentAnswerTimeoutMs: 3_000,
   faultWindowMs: 10_000,
+  maxRequestDelayMs: 1_500,
   settleMs: 60_000,
 };
 
@@ -158,7 +165,11 @@ class Campaign {
       [r.workerId],
     );
     this.stats.failovers += owned.rows[0]?.n ?? 0;
-    this.pending.push(this.startReplica());
+    // Awaited when the scenario's faults end; a replacement that fails to start fails the
+    // campaign there (and its cleanup runs), not as an unhandled rejection before.
+    const replacement = this.startReplica();
+    replacement.catch(() => undefined);
+    this.pending.push(replacement);
   }
 
   async runScenario(seed: number): Promise<Violation[]> {
@@ -207,7 +218,7 @@ class Campaign {
       for (const p of proxies) {
         p.setPolicy({
           probability,
-          maxRequestDelayMs: 1_500,
+          maxRequestDelayMs: this.o.maxRequestDelayMs,
           maxResponseDelayMs: Math.round(this.o.agentAnswerTimeoutMs * 1.5),
         });
       }

@@ -31,6 +31,12 @@ const program = new Command()
     whole,
     DEFAULTS.faultWindowMs,
   )
+  .option(
+    "--max-request-delay-ms <n>",
+    "longest delay of a request in transit (above 2000 it can outrun the contract's age margin)",
+    whole,
+    DEFAULTS.maxRequestDelayMs,
+  )
   .option("--postgres-url <url>", "Postgres server (default: $TETHER_TEST_DATABASE_URL)")
   .option("--keep", "keep logs and workspaces even without violations")
   .option("--verbose", "print progress per scenario");
@@ -45,6 +51,7 @@ const o = program.opts<{
   replicas: number;
   agents: number;
   faultWindowMs: number;
+  maxRequestDelayMs: number;
   postgresUrl?: string;
   verbose?: boolean;
   keep?: boolean;
@@ -70,6 +77,7 @@ const result = await runCampaign({
   replicas: Math.max(2, o.replicas),
   agentsPerScenario: Math.max(1, o.agents),
   faultWindowMs: o.faultWindowMs,
+  maxRequestDelayMs: o.maxRequestDelayMs,
   postgresUrl,
   keepWorkDir: o.keep === true,
   log: (line) => {

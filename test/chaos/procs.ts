@@ -6,7 +6,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import path from "node:path";
 
-export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
+/** This checkout's CLI; TETHER_CHAOS_BIN runs the campaign against another build's. */
+export const BIN =
+  process.env.TETHER_CHAOS_BIN ?? path.resolve(import.meta.dirname, "../../bin/tether");
 
 /** How long a process may take to print its listening line on a loaded machine. */
 const START_TIMEOUT_MS = 60_000;
