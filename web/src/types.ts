@@ -1,4 +1,11 @@
-// The API's shapes the UI reads (API.md), loosely: unknown fields are ignored.
+// The API's shapes the UI reads (API.md), loosely: unknown fields are ignored. Message parts
+// and live parts are the server's own types (type-only imports: nothing of the server ships).
+
+import type { MessagePart } from "../../src/chatd/messages.ts";
+export type { LivePart, PartEvent } from "../../src/chatd/stream.ts";
+
+/** A message part as the API lists it (billing records never reach the API). */
+export type Part = Exclude<MessagePart, { type: "tool-batch-usage" }>;
 
 export type ChatStatus = "waiting" | "running" | "interrupting" | "error";
 
@@ -13,38 +20,12 @@ export interface Chat {
   last_error?: string;
 }
 
-export type Part =
-  | { type: "text"; text: string }
-  | { type: "reasoning"; text: string }
-  | { type: "tool-call"; tool_call_id: string; tool_name: string; args: unknown }
-  | {
-      type: "tool-result";
-      tool_call_id: string;
-      tool_name: string;
-      result: unknown;
-      is_error: boolean;
-    };
-
 export interface Message {
   id: string;
   role: "user" | "assistant" | "tool" | "system";
   parts: Part[];
   created_at: string;
   runtime_ms?: number;
-}
-
-export type LivePart =
-  | { type: "text-delta"; text: string }
-  | { type: "reasoning-delta"; text: string }
-  | { type: "tool-call"; tool_call_id: string; tool_name: string; args: unknown }
-  | { type: "tool-started"; tool_call_id: string; tool_name: string }
-  | { type: "tool-finished"; tool_call_id: string; tool_name: string; status: string };
-
-export interface PartEvent {
-  history_version: string;
-  generation_attempt: number;
-  seq: number;
-  part: LivePart;
 }
 
 export interface Usage {
