@@ -28,15 +28,8 @@ export interface Message {
   runtime_ms?: number;
 }
 
-export interface Usage {
-  runtime_ms: number;
-  model_runtime_ms: number;
-  tool_runtime_ms: number;
-  billed_calls: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_micros: number;
-}
+/** A chat's (or a report row's) usage totals, as the server defines them. */
+export type { ChatUsage as Usage } from "../../src/api/usage.ts";
 
 export interface User {
   id: string;
