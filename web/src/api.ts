@@ -1,22 +1,17 @@
-// The one place the UI talks to the server. Until browser sessions (an HttpOnly cookie and a
-// CSRF header) land, the token from sign-in/setup is kept in memory and sessionStorage and sent
-// as a bearer header: switching to the cookie changes only `authHeaders` (and `credentials`).
+// The one place the UI talks to the server. It is signed in by the session cookie the server
+// sets at login (HttpOnly, so a script injected later cannot read it; the UI never keeps the
+// token its login answers, nor sends it itself); every request carries the CSRF
+// header the server asks of cookie-authenticated requests. A 401 means the session is gone
+// (signed out elsewhere, revoked, expired): the listeners show the sign-in page.
 
-const TOKEN_KEY = "tether.token";
-let token: string | null = sessionStorage.getItem(TOKEN_KEY);
+const CSRF = { "x-tether-csrf": "1" };
 
-export function signedIn(): boolean {
-  return token !== null;
-}
+const signedOutListeners = new Set<() => void>();
 
-export function setToken(t: string | null): void {
-  token = t;
-  if (t === null) sessionStorage.removeItem(TOKEN_KEY);
-  else sessionStorage.setItem(TOKEN_KEY, t);
-}
-
-function authHeaders(): Record<string, string> {
-  return token === null ? {} : { authorization: `Bearer ${token}` };
+/** Calls `fn` whenever the server says the session is gone; returns the unsubscribe. */
+export function onSignedOut(fn: () => void): () => void {
+  signedOutListeners.add(fn);
+  return () => signedOutListeners.delete(fn);
 }
 
 export class ApiError extends Error {
@@ -33,7 +28,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   const res = await fetch(`/api/v1${path}`, {
     method,
     headers: {
-      ...authHeaders(),
+      ...CSRF,
       ...(body !== undefined && { "content-type": "application/json" }),
     },
     ...(body !== undefined && { body: JSON.stringify(body) }),
@@ -42,11 +37,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   const data: unknown = text === "" ? undefined : JSON.parse(text);
   if (!res.ok) {
     const e = (data ?? {}) as { message?: string; detail?: string };
-    // A token the server no longer knows (revoked, or a new database): back to sign-in.
-    if (res.status === 401 && token !== null) {
-      setToken(null);
-      location.assign("/");
-    }
+    if (res.status === 401) signedOutListeners.forEach((fn) => fn());
     throw new ApiError(res.status, e.message ?? `HTTP ${res.status}`, e.detail);
   }
   return data as T;
@@ -55,8 +46,9 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 export type StreamHandler = (event: string, data: unknown, id: string | undefined) => void;
 
 /**
- * Follows a chat's SSE stream (`fetch`, because EventSource cannot send a bearer header), and
- * reconnects after a drop from the last committed message it saw. Returns the stop function.
+ * Follows a chat's SSE stream and reconnects after a drop from the last committed message it
+ * saw (`fetch` rather than EventSource, which retries by itself from the start and cannot say
+ * why it failed). Returns the stop function.
  */
 export function followStream(chatId: string, onEvent: StreamHandler): () => void {
   const abort = new AbortController();
@@ -66,7 +58,7 @@ export function followStream(chatId: string, onEvent: StreamHandler): () => void
       try {
         const q = afterId === undefined ? "" : `?after_id=${encodeURIComponent(afterId)}`;
         const res = await fetch(`/api/v1/chats/${chatId}/stream${q}`, {
-          headers: authHeaders(),
+          headers: CSRF,
           signal: abort.signal,
         });
         if (!res.ok || res.body === null) throw new Error(`stream: HTTP ${res.status}`);

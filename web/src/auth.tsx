@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { api, setToken } from "./api.ts";
+import { api } from "./api.ts";
 import type { User } from "./types.ts";
 
 /** Setup (the first user) while no user exists, else sign-in. */
@@ -23,10 +23,10 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
     setBusy(true);
     setError(undefined);
     try {
-      const { token } = setup
-        ? await api<{ token: string }>("POST", "/users/first", { email, password, name })
-        : await api<{ token: string }>("POST", "/auth/login", { email, password });
-      setToken(token);
+      // The first user's answer carries an API token (the CLI's); the browser signs in like
+      // everyone else, which sets its session cookie.
+      if (setup) await api("POST", "/users/first", { email, password, name });
+      await api("POST", "/auth/login", { email, password });
       onSignedIn(await api<User>("GET", "/me"));
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));

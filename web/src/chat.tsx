@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from "react";
 import { api, followStream } from "./api.ts";
+import { ProcessPanel, useProcessOutput } from "./processes.tsx";
 import { navigate } from "./router.ts";
 import type { Chat, ChatStatus, Message, Part, PartEvent, Usage } from "./types.ts";
 
@@ -11,14 +12,30 @@ function StatusBadge({ status }: { status: ChatStatus }) {
   return <span className={`badge ${status}`}>{status}</span>;
 }
 
+/** How often the chat list is read again while it is shown. */
+const LIST_POLL_MS = 3000;
+
 export function ChatList() {
   const [chats, setChats] = useState<Chat[]>();
   const [error, setError] = useState<string>();
+  // Read again every few seconds, so statuses change while the list is open.
   useEffect(() => {
-    api<{ chats: Chat[] }>("GET", "/chats").then(
-      (r) => setChats(r.chats),
-      (e: Error) => setError(e.message),
-    );
+    let stopped = false;
+    const read = () =>
+      api<{ chats: Chat[] }>("GET", "/chats").then(
+        (r) => {
+          if (!stopped) setChats(r.chats);
+        },
+        (e: Error) => {
+          if (!stopped) setError(e.message);
+        },
+      );
+    void read();
+    const t = setInterval(() => void read(), LIST_POLL_MS);
+    return () => {
+      stopped = true;
+      clearInterval(t);
+    };
   }, []);
   const create = async () => {
     try {
@@ -72,6 +89,13 @@ interface Live {
 
 type Result = Record<string, unknown> & { status?: string };
 
+/** A call's state from the live stream: "started", or the status it finished with. */
+interface CallLive {
+  state: string;
+  /** The process an execute started (its output is readable while it runs). */
+  process_id?: string;
+}
+
 /** One tool call's state in words, from its result (or the live stream while it has none). */
 function callState(result: Result | undefined, live: string | undefined): [string, string] {
   if (result === undefined) {
@@ -115,10 +139,20 @@ function subject(name: string, args: unknown): string {
   return typeof v === "string" ? v : JSON.stringify(args);
 }
 
-function ToolCard(p: { name: string; args: unknown; result?: Result; live?: string }) {
-  const [cls, label] = callState(p.result, p.live);
+function ToolCard(p: {
+  chatId: string;
+  name: string;
+  args: unknown;
+  result?: Result;
+  live?: CallLive;
+}) {
+  const [cls, label] = callState(p.result, p.live?.state);
   const r = p.result ?? {};
-  const output = typeof r.output === "string" ? r.output : undefined;
+  // While the command runs, its output so far (read from the agent every second).
+  const running = p.result === undefined && p.live?.state === "started";
+  const liveOut = useProcessOutput(p.chatId, p.live?.process_id, running);
+  const output =
+    typeof r.output === "string" ? r.output : running ? (liveOut?.output ?? "") : undefined;
   const ran =
     typeof r.wall_duration_ms === "number"
       ? r.wall_duration_ms
@@ -140,7 +174,8 @@ function ToolCard(p: { name: string; args: unknown; result?: Result; live?: stri
       {output !== undefined && (
         <details open>
           <summary>
-            Output{cls === "canceled" || cls === "timed_out" ? " (partial)" : ""}
+            Output
+            {running ? " (live)" : cls === "canceled" || cls === "timed_out" ? " (partial)" : ""}
             {r.truncated !== undefined && " — middle dropped"}
           </summary>
           <pre className="output">{output || "(no output)"}</pre>
@@ -160,7 +195,7 @@ export function ChatView({ id }: { id: string }) {
   const [chat, setChat] = useState<Chat>();
   const [messages, setMessages] = useState<Message[]>([]);
   const [live, setLive] = useState<Live>();
-  const [toolLive, setToolLive] = useState<Record<string, string>>({});
+  const [toolLive, setToolLive] = useState<Record<string, CallLive>>({});
   const [usage, setUsage] = useState<Usage>();
   const [error, setError] = useState<string>();
   const [draft, setDraft] = useState("");
@@ -190,8 +225,14 @@ export function ChatView({ id }: { id: string }) {
           const key = `${e.history_version}/${e.generation_attempt}`;
           const part = e.part;
           if (part.type === "tool-started" || part.type === "tool-finished") {
-            const state = part.type === "tool-started" ? "started" : part.status;
-            setToolLive((t) => ({ ...t, [part.tool_call_id]: state }));
+            const id = part.tool_call_id;
+            setToolLive((t) => ({
+              ...t,
+              [id]:
+                part.type === "tool-started"
+                  ? { state: "started", ...(part.process_id && { process_id: part.process_id }) }
+                  : { ...t[id], state: part.status },
+            }));
             break;
           }
           setLive((l) => {
@@ -300,6 +341,7 @@ export function ChatView({ id }: { id: string }) {
         return (
           <ToolCard
             key={p.tool_call_id}
+            chatId={id}
             name={p.tool_name}
             args={p.args}
             result={results.get(p.tool_call_id)}
@@ -312,106 +354,110 @@ export function ChatView({ id }: { id: string }) {
   };
 
   return (
-    <section className="chat">
-      <div className="row chat-head">
-        <h1>{chat?.title || "Chat"}</h1>
-        {chat && <StatusBadge status={chat.status} />}
-        {usage && (
-          <span className="muted" data-testid="chat-usage">
-            billed {seconds(usage.runtime_ms)} (model {seconds(usage.model_runtime_ms)}, tools{" "}
-            {seconds(usage.tool_runtime_ms)})
-          </span>
-        )}
-      </div>
-      {chat?.last_error && <p className="error">{chat.last_error}</p>}
-      <div className="messages" aria-live="polite">
-        {messages
-          .filter((m) => m.role !== "tool" || m.parts.some((p) => p.type !== "tool-result"))
-          .map((m) => (
-            <div key={m.id} className={`msg ${m.role}`}>
-              {editing?.id === m.id ? (
-                <div className="stack">
-                  <textarea
-                    aria-label="Edit message"
-                    value={editing.text}
-                    onChange={(e) => setEditing({ id: m.id, text: e.target.value })}
-                  />
-                  <div className="row">
-                    <button onClick={() => void saveEdit()}>Save and rerun</button>
-                    <button className="secondary" onClick={() => setEditing(undefined)}>
-                      Cancel
-                    </button>
-                  </div>
-                </div>
-              ) : (
-                <>
-                  {m.parts.map(renderPart)}
-                  {m.role === "user" && (
-                    <button
-                      className="link small"
-                      onClick={() =>
-                        setEditing({
-                          id: m.id,
-                          text: m.parts.map((p) => (p.type === "text" ? p.text : "")).join(""),
-                        })
-                      }
-                    >
-                      Edit
-                    </button>
-                  )}
-                </>
-              )}
-            </div>
-          ))}
-        {live && (
-          <div className="msg assistant live">
-            {live.reasoning && (
-              <details className="reasoning" open>
-                <summary>Reasoning</summary>
-                <p>{live.reasoning}</p>
-              </details>
-            )}
-            {live.text && <p className="text">{live.text}</p>}
-            {live.calls.map((c) => (
-              <ToolCard
-                key={c.tool_call_id}
-                name={c.tool_name}
-                args={c.args}
-                live={toolLive[c.tool_call_id]}
-              />
-            ))}
-          </div>
-        )}
-        <div ref={endRef} />
-      </div>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
-      <div className="composer">
-        <textarea
-          aria-label="Message"
-          placeholder={busy ? "Busy: a message now is queued (Esc interrupts)" : "Message"}
-          value={draft}
-          onChange={(e) => setDraft(e.target.value)}
-          onKeyDown={onComposerKey}
-          rows={3}
-        />
-        <div className="composer-buttons">
-          <button onClick={() => void send()} disabled={draft.trim() === ""}>
-            {busy ? "Queue" : "Send"}
-          </button>
-          <button
-            className="danger"
-            onClick={() => void interrupt()}
-            disabled={!busy}
-            title="Interrupt (Esc)"
-          >
-            Interrupt
-          </button>
+    <div className="chat-layout">
+      <section className="chat">
+        <div className="row chat-head">
+          <h1>{chat?.title || "Chat"}</h1>
+          {chat && <StatusBadge status={chat.status} />}
+          {usage && (
+            <span className="muted" data-testid="chat-usage">
+              billed {seconds(usage.runtime_ms)} (model {seconds(usage.model_runtime_ms)}, tools{" "}
+              {seconds(usage.tool_runtime_ms)})
+            </span>
+          )}
         </div>
-      </div>
-    </section>
+        {chat?.last_error && <p className="error">{chat.last_error}</p>}
+        <div className="messages" aria-live="polite">
+          {messages
+            .filter((m) => m.role !== "tool" || m.parts.some((p) => p.type !== "tool-result"))
+            .map((m) => (
+              <div key={m.id} className={`msg ${m.role}`}>
+                {editing?.id === m.id ? (
+                  <div className="stack">
+                    <textarea
+                      aria-label="Edit message"
+                      value={editing.text}
+                      onChange={(e) => setEditing({ id: m.id, text: e.target.value })}
+                    />
+                    <div className="row">
+                      <button onClick={() => void saveEdit()}>Save and rerun</button>
+                      <button className="secondary" onClick={() => setEditing(undefined)}>
+                        Cancel
+                      </button>
+                    </div>
+                  </div>
+                ) : (
+                  <>
+                    {m.parts.map(renderPart)}
+                    {m.role === "user" && (
+                      <button
+                        className="link small"
+                        onClick={() =>
+                          setEditing({
+                            id: m.id,
+                            text: m.parts.map((p) => (p.type === "text" ? p.text : "")).join(""),
+                          })
+                        }
+                      >
+                        Edit
+                      </button>
+                    )}
+                  </>
+                )}
+              </div>
+            ))}
+          {live && (
+            <div className="msg assistant live">
+              {live.reasoning && (
+                <details className="reasoning" open>
+                  <summary>Reasoning</summary>
+                  <p>{live.reasoning}</p>
+                </details>
+              )}
+              {live.text && <p className="text">{live.text}</p>}
+              {live.calls.map((c) => (
+                <ToolCard
+                  key={c.tool_call_id}
+                  chatId={id}
+                  name={c.tool_name}
+                  args={c.args}
+                  live={toolLive[c.tool_call_id]}
+                />
+              ))}
+            </div>
+          )}
+          <div ref={endRef} />
+        </div>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        <div className="composer">
+          <textarea
+            aria-label="Message"
+            placeholder={busy ? "Busy: a message now is queued (Esc interrupts)" : "Message"}
+            value={draft}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={onComposerKey}
+            rows={3}
+          />
+          <div className="composer-buttons">
+            <button onClick={() => void send()} disabled={draft.trim() === ""}>
+              {busy ? "Queue" : "Send"}
+            </button>
+            <button
+              className="danger"
+              onClick={() => void interrupt()}
+              disabled={!busy}
+              title="Interrupt (Esc)"
+            >
+              Interrupt
+            </button>
+          </div>
+        </div>
+      </section>
+      <ProcessPanel chatId={id} refresh={`${chat?.status}/${messages.length}`} />
+    </div>
   );
 }

@@ -1,6 +1,6 @@
 import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
-import { api, setToken, signedIn } from "./api.ts";
+import { api, onSignedOut } from "./api.ts";
 import { AdminPage } from "./admin.tsx";
 import { AuthPage } from "./auth.tsx";
 import { ChatList, ChatView } from "./chat.tsx";
@@ -11,12 +11,13 @@ import "./style.css";
 
 function App() {
   const path = usePath();
-  const [me, setMe] = useState<User | null | undefined>(signedIn() ? undefined : null);
+  // undefined: not known yet (the session cookie, if any, is not readable here: ask).
+  const [me, setMe] = useState<User | null | undefined>(undefined);
 
   useEffect(() => {
-    if (me !== undefined) return;
     api<User>("GET", "/me").then(setMe, () => setMe(null));
-  }, [me]);
+    return onSignedOut(() => setMe(null));
+  }, []);
 
   if (me === undefined) return <p className="page">Loading…</p>;
   if (me === null) return <AuthPage onSignedIn={setMe} />;
@@ -46,14 +47,14 @@ function App() {
         <button
           className="link"
           onClick={() => {
-            setToken(null);
-            setMe(null);
+            // Ends the session on the server (the token is deleted, the cookie cleared).
+            void api("POST", "/auth/logout").finally(() => setMe(null));
           }}
         >
           Sign out
         </button>
       </header>
-      <main className="page">
+      <main className={chat ? "page wide" : "page"}>
         {chat ? (
           <ChatView key={chat[1]} id={chat[1]!} />
         ) : path === "/usage" ? (

@@ -1,0 +1,191 @@
+// The chat's processes as its workspace agent lists them (background ones, timed-out ones still
+// running, and the ones that exited in the last minutes), with their output and a stop button;
+// and the live output of a running command, which the tool cards show. Both poll the API: the
+// agent keeps a process's output, not a stream of it.
+
+import { useEffect, useState } from "react";
+import type { ProcessInfo, ProcessOutputResponse } from "../../src/contract/types.ts";
+import { api } from "./api.ts";
+
+/** How often a running process's output, and the process list, are read again. */
+const POLL_MS = 1000;
+
+/**
+ * The output of process `pid` of the chat, read now and every second while `follow` is true
+ * and the process runs. Undefined until the first read answers; read errors are kept quiet
+ * (the card's own state says what is known).
+ */
+export function useProcessOutput(
+  chatId: string,
+  pid: string | undefined,
+  follow: boolean,
+): ProcessOutputResponse | undefined {
+  const [out, setOut] = useState<ProcessOutputResponse>();
+  useEffect(() => {
+    if (pid === undefined || !follow) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const read = async () => {
+      try {
+        const o = await api<ProcessOutputResponse>(
+          "GET",
+          `/chats/${chatId}/processes/${encodeURIComponent(pid)}/output`,
+        );
+        if (stopped) return;
+        setOut(o);
+        if (!o.running) return;
+      } catch {
+        if (stopped) return;
+      }
+      timer = setTimeout(() => void read(), POLL_MS);
+    };
+    void read();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [chatId, pid, follow]);
+  return out;
+}
+
+function ProcessRow({
+  chatId,
+  p,
+  onChanged,
+}: {
+  chatId: string;
+  p: ProcessInfo;
+  onChanged: () => void;
+}) {
+  const [open, setOpen] = useState(false);
+  const [error, setError] = useState<string>();
+  const [stopping, setStopping] = useState(false);
+  const out = useProcessOutput(chatId, p.id, open);
+  const stop = async (signal: "terminate" | "kill") => {
+    setStopping(true);
+    setError(undefined);
+    try {
+      await api("POST", `/chats/${chatId}/processes/${encodeURIComponent(p.id)}/signal`, {
+        signal,
+      });
+      onChanged();
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setStopping(false);
+    }
+  };
+  const state = p.running
+    ? "running"
+    : p.exit_code === undefined
+      ? "exited"
+      : `exited, code ${p.exit_code}`;
+  return (
+    <li className="process" data-testid="process" data-running={p.running}>
+      <code className="tool-subject">{p.command}</code>
+      <div className="row small-row">
+        <span className={`badge ${p.running ? "running" : "waiting"}`}>{state}</span>
+        {p.background && <span className="muted">background</span>}
+        <span className="muted">
+          started {new Date(p.started_at_unix * 1000).toLocaleTimeString()}
+        </span>
+      </div>
+      <div className="row small-row">
+        <button className="secondary small" onClick={() => setOpen((o) => !o)} aria-expanded={open}>
+          {open ? "Hide output" : "Output"}
+        </button>
+        {p.running && (
+          <>
+            <button
+              className="danger small"
+              disabled={stopping}
+              onClick={() => void stop("terminate")}
+            >
+              Stop
+            </button>
+            <button
+              className="secondary small"
+              disabled={stopping}
+              onClick={() => void stop("kill")}
+              title="SIGKILL: for a process that ignores Stop"
+            >
+              Kill
+            </button>
+          </>
+        )}
+      </div>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {open && (
+        <pre className="output" data-testid="process-output">
+          {out === undefined ? "…" : out.output || "(no output)"}
+        </pre>
+      )}
+    </li>
+  );
+}
+
+/**
+ * The workspace panel. `refresh` changes whenever the chat's state may have changed its
+ * processes (a status event); while any process runs, the list is read again every second.
+ */
+export function ProcessPanel({ chatId, refresh }: { chatId: string; refresh: unknown }) {
+  const [processes, setProcesses] = useState<ProcessInfo[]>();
+  const [error, setError] = useState<string>();
+  const [tick, setTick] = useState(0);
+  const [open] = useState(() => window.matchMedia("(min-width: 900px)").matches);
+
+  useEffect(() => {
+    let stopped = false;
+    api<{ processes: ProcessInfo[] }>("GET", `/chats/${chatId}/processes`).then(
+      (r) => {
+        if (stopped) return;
+        // Newest first: what the chat just started is what the user looks for.
+        setProcesses([...r.processes].sort((a, b) => b.started_at_unix - a.started_at_unix));
+        setError(undefined);
+      },
+      (e: Error) => !stopped && setError(e.message),
+    );
+    return () => {
+      stopped = true;
+    };
+  }, [chatId, refresh, tick]);
+
+  const anyRunning = processes?.some((p) => p.running) ?? false;
+  useEffect(() => {
+    if (!anyRunning) return;
+    const t = setInterval(() => setTick((n) => n + 1), POLL_MS * 2);
+    return () => clearInterval(t);
+  }, [anyRunning]);
+
+  return (
+    <aside className="panel" aria-label="Workspace">
+      <details open={open}>
+        <summary>
+          Processes
+          {processes !== undefined && ` (${processes.filter((p) => p.running).length} running)`}
+        </summary>
+        {error && <p className="error">{error}</p>}
+        {processes === undefined ? (
+          !error && <p className="muted">Loading…</p>
+        ) : processes.length === 0 ? (
+          <p className="muted">No processes in this chat&apos;s workspace.</p>
+        ) : (
+          <ul className="processes">
+            {processes.map((p) => (
+              <ProcessRow
+                key={p.id}
+                chatId={chatId}
+                p={p}
+                onChanged={() => setTick((n) => n + 1)}
+              />
+            ))}
+          </ul>
+        )}
+      </details>
+    </aside>
+  );
+}
