@@ -366,7 +366,12 @@ export function ChatView({ id }: { id: string }) {
             </span>
           )}
         </div>
-        {chat?.last_error && <p className="error">{chat.last_error}</p>}
+        {chat?.last_error && (
+          <p className="error">
+            {chat.last_error.message}
+            {chat.last_error.detail && <span className="muted"> {chat.last_error.detail}</span>}
+          </p>
+        )}
         <div className="messages" aria-live="polite">
           {messages
             .filter((m) => m.role !== "tool" || m.parts.some((p) => p.type !== "tool-result"))
