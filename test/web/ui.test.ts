@@ -3,6 +3,7 @@
 // setup, a chat whose tool call runs, an interrupt from the UI, the usage page. Screenshots of
 // every screen at desktop and phone size go to test-artifacts/web/.
 
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -107,6 +108,16 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     const card = desktop.getByTestId("tool-card");
     await card.and(desktop.locator('[data-state="running"]')).waitFor();
     await expect(card.locator(".tool-subject").textContent()).resolves.toBe("echo early; sleep 30");
+    // The command's output shows while it runs.
+    await card.locator(".output").filter({ hasText: "early" }).waitFor();
+    await expect(card.locator("summary").textContent()).resolves.toContain("(live)");
+
+    // A message sent while the chat is busy is queued, and runs once the turn ends.
+    fake.script({ text: "The queued message ran." });
+    await desktop.getByLabel("Message").fill("after the interrupt");
+    await expect(desktop.getByRole("button", { name: "Queue" }).isEnabled()).resolves.toBe(true);
+    await desktop.getByLabel("Message").press("Enter");
+    await desktop.getByTestId("queued-message").filter({ hasText: "after the interrupt" }).waitFor();
     await shot(desktop, "chat-running-desktop");
 
     await desktop.getByRole("button", { name: "Interrupt" }).click();
@@ -115,7 +126,12 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
       /canceled by the user/,
     );
     await expect(card.locator(".output").textContent()).resolves.toContain("early");
-    await desktop.locator(".badge.waiting").waitFor();
+    await desktop.getByText("The queued message ran.").waitFor();
+    await expect(desktop.getByTestId("queued-message").count()).resolves.toBe(0);
+    await expect(desktop.locator(".msg.user").last().textContent()).resolves.toContain(
+      "after the interrupt",
+    );
+    await desktop.locator(".chat-head .badge.waiting").waitFor();
     await desktop
       .getByTestId("chat-usage")
       .filter({ hasText: /tools [1-9]/ })
@@ -136,14 +152,40 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
 
     // Edit the first message: the later history (the canceled call) goes, the chat reruns.
     await desktop.getByRole("link", { name: "Chats" }).click();
-    await desktop.locator(".chats a").first().click();
+    await desktop.getByRole("link", { name: "run the slow command" }).click();
     await desktop.getByTestId("tool-card").waitFor();
-    await desktop.getByRole("button", { name: "Edit" }).click();
+    fake.script({ text: "The edited message ran." });
+    await desktop.getByRole("button", { name: "Edit" }).first().click();
     await desktop.getByLabel("Edit message").fill("just say OK");
     await desktop.getByRole("button", { name: "Save and rerun" }).click();
-    await desktop.getByText("OK from the fake provider.").waitFor();
+    await desktop.getByText("The edited message ran.").waitFor();
     await expect(desktop.getByTestId("tool-card").count()).resolves.toBe(0);
+    await expect(desktop.getByText("The queued message ran.").count()).resolves.toBe(0);
     await expect(desktop.locator(".msg.user").textContent()).resolves.toContain("just say OK");
+
+    // The workspace panel: a background process, its output, and the stop button.
+    fake.script({
+      toolCalls: [
+        {
+          id: "call_bg",
+          name: "execute",
+          args: { command: "echo bg-started; sleep 301", run_in_background: true },
+        },
+      ],
+    });
+    await desktop.getByRole("link", { name: "Chats" }).click();
+    await desktop.getByRole("button", { name: "New chat" }).click();
+    await desktop.getByLabel("Message").fill("start a server");
+    await desktop.getByLabel("Message").press("Enter");
+    await card.and(desktop.locator('[data-state="background"]')).waitFor();
+    const proc = desktop.getByTestId("process").filter({ hasText: "sleep 301" });
+    await proc.and(desktop.locator('[data-running="true"]')).waitFor();
+    await proc.getByRole("button", { name: "Output" }).click();
+    await proc.getByTestId("process-output").filter({ hasText: "bg-started" }).waitFor();
+    await shot(desktop, "chat-processes-desktop");
+    await proc.getByRole("button", { name: "Stop" }).click();
+    await proc.and(desktop.locator('[data-running="false"]')).waitFor();
+    expect(spawnSync("pgrep", ["-f", "sleep 301"]).status).toBe(1); // no such process left
 
     // Esc interrupts too, wherever the focus is.
     fake.script({
@@ -158,7 +200,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByRole("link", { name: "Chats" }).click();
     await desktop.getByRole("button", { name: "New chat" }).click();
     await desktop.getByLabel("Message").fill("again");
-    await desktop.getByRole("button", { name: "Send" }).click();
+    await desktop.getByRole("button", { name: "Start chat" }).click();
     await card.and(desktop.locator('[data-state="running"]')).waitFor();
     await desktop.locator("h1").click(); // focus away from the composer
     await desktop.keyboard.press("Escape");
@@ -176,9 +218,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.getByLabel("Password").fill("correct horse battery");
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.getByRole("heading", { name: "Chats" }).waitFor();
-    await phone.locator(".chats .badge.waiting").nth(1).waitFor(); // both chats are idle
+    await phone.locator(".chats .badge.waiting").nth(2).waitFor(); // every chat is idle
     await shot(phone, "chats-phone");
-    await phone.locator(".chats a").first().click();
+    await phone.getByRole("link", { name: "again" }).click();
     await phone.getByTestId("tool-card").and(phone.locator('[data-state="canceled"]')).waitFor();
     await shot(phone, "chat-phone");
     // Nothing is wider than the phone's screen.

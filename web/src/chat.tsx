@@ -37,19 +37,11 @@ export function ChatList() {
       clearInterval(t);
     };
   }, []);
-  const create = async () => {
-    try {
-      const chat = await api<Chat>("POST", "/chats", {});
-      navigate(`/chats/${chat.id}`);
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
   return (
     <section>
       <div className="row">
         <h1>Chats</h1>
-        <button onClick={() => void create()}>New chat</button>
+        <button onClick={() => navigate("/chats/new")}>New chat</button>
       </div>
       {error && <p className="error">{error}</p>}
       {chats === undefined ? (
@@ -199,6 +191,8 @@ export function ChatView({ id }: { id: string }) {
   const [usage, setUsage] = useState<Usage>();
   const [error, setError] = useState<string>();
   const [draft, setDraft] = useState("");
+  // Messages sent while the chat was busy, until they reach the history (this page's own).
+  const [queued, setQueued] = useState<string[]>([]);
   const [editing, setEditing] = useState<{ id: string; text: string }>();
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
   const endRef = useRef<HTMLDivElement>(null);
@@ -217,6 +211,13 @@ export function ChatView({ id }: { id: string }) {
         case "message": {
           const m = data as Message;
           setMessages((ms) => (ms.some((x) => x.id === m.id) ? ms : [...ms, m]));
+          if (m.role === "user") {
+            const text = m.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+            setQueued((q) => {
+              const i = q.indexOf(text);
+              return i < 0 ? q : [...q.slice(0, i), ...q.slice(i + 1)];
+            });
+          }
           if (m.role === "assistant") setLive(undefined);
           break;
         }
@@ -273,8 +274,12 @@ export function ChatView({ id }: { id: string }) {
     if (text === "") return;
     setError(undefined);
     try {
-      await api("POST", `/chats/${id}/messages`, { text, busy_behavior: "queue" });
+      const sent = await api<{ queued: boolean }>("POST", `/chats/${id}/messages`, {
+        text,
+        busy_behavior: "queue",
+      });
       setDraft("");
+      if (sent.queued) setQueued((q) => [...q, text]);
     } catch (e) {
       setError((e as Error).message);
     }
@@ -431,6 +436,12 @@ export function ChatView({ id }: { id: string }) {
               ))}
             </div>
           )}
+          {queued.map((text, i) => (
+            <div key={i} className="msg user queued" data-testid="queued-message">
+              <p className="text">{text}</p>
+              <span className="badge">queued: runs when the current turn ends</span>
+            </div>
+          ))}
           <div ref={endRef} />
         </div>
         {error && (

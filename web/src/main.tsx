@@ -4,6 +4,7 @@ import { api, onSignedOut } from "./api.ts";
 import { AdminPage } from "./admin.tsx";
 import { AuthPage } from "./auth.tsx";
 import { ChatList, ChatView } from "./chat.tsx";
+import { NewChat } from "./new-chat.tsx";
 import { navigate, usePath } from "./router.ts";
 import { UsagePage } from "./usage.tsx";
 import { isStaff, type User } from "./types.ts";
@@ -22,7 +23,8 @@ function App() {
   if (me === undefined) return <p className="page">Loading…</p>;
   if (me === null) return <AuthPage onSignedIn={setMe} />;
 
-  const chat = /^\/chats\/([^/]+)$/.exec(path);
+  const newChat = path === "/chats/new";
+  const chat = newChat ? null : /^\/chats\/([^/]+)$/.exec(path);
   const link = (to: string, label: string) => (
     <a
       href={to}
@@ -55,7 +57,9 @@ function App() {
         </button>
       </header>
       <main className={chat ? "page wide" : "page"}>
-        {chat ? (
+        {newChat ? (
+          <NewChat />
+        ) : chat ? (
           <ChatView key={chat[1]} id={chat[1]!} />
         ) : path === "/usage" ? (
           <UsagePage me={me} />

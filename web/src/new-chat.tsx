@@ -1,0 +1,122 @@
+// A new chat: the first message, the model (among the enabled ones) and the workspace to run
+// in. The chat is created with its message in one request, titled by the message's first line.
+
+import { useEffect, useState, type FormEvent, type KeyboardEvent } from "react";
+import type { ModelView, WorkspaceView } from "../../src/api/views.ts";
+import { api } from "./api.ts";
+import type { Chat } from "./types.ts";
+import { navigate } from "./router.ts";
+
+const TITLE_CHARS = 80;
+
+/** The message's first non-empty line, cut at a word near `TITLE_CHARS`. */
+export function titleOf(text: string): string {
+  const line = text.split("\n").find((l) => l.trim() !== "") ?? "";
+  const t = line.trim();
+  if (t.length <= TITLE_CHARS) return t;
+  const cut = t.slice(0, TITLE_CHARS);
+  const space = cut.lastIndexOf(" ");
+  return `${space > TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
+}
+
+export function NewChat() {
+  const [models, setModels] = useState<ModelView[]>();
+  const [workspaces, setWorkspaces] = useState<WorkspaceView[]>();
+  const [modelId, setModelId] = useState("");
+  const [workspaceId, setWorkspaceId] = useState("");
+  const [text, setText] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    // Empty selections mean "the default" (the server's choice), so the page works before
+    // these lists answer.
+    api<{ models: ModelView[] }>("GET", "/models").then(
+      (r) => setModels(r.models.filter((m) => m.enabled)),
+      (e: Error) => setError(e.message),
+    );
+    api<{ workspaces: WorkspaceView[] }>("GET", "/workspaces").then(
+      (r) => setWorkspaces(r.workspaces),
+      (e: Error) => setError(e.message),
+    );
+  }, []);
+
+  const create = async (e?: FormEvent) => {
+    e?.preventDefault();
+    if (text.trim() === "") return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      const chat = await api<Chat>("POST", "/chats", {
+        message: text,
+        title: titleOf(text),
+        ...(modelId && { model_id: modelId }),
+        ...(workspaceId && { workspace_id: workspaceId }),
+      });
+      navigate(`/chats/${chat.id}`);
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  const onKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      void create();
+    }
+  };
+
+  return (
+    <section className="narrow-form">
+      <h1>New chat</h1>
+      <form className="stack" onSubmit={(e) => void create(e)}>
+        <div className="row">
+          <label className="grow">
+            Model
+            <select value={modelId} onChange={(e) => setModelId(e.target.value)}>
+              <option value="">Default</option>
+              {models?.map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.model} ({m.provider}){m.is_default ? " · default" : ""}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label className="grow">
+            Workspace
+            <select value={workspaceId} onChange={(e) => setWorkspaceId(e.target.value)}>
+              <option value="">Default</option>
+              {workspaces?.map((w) => (
+                <option key={w.id} value={w.id}>
+                  {w.name}
+                  {w.health && !w.health.reachable ? " (unreachable)" : ""}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        <label>
+          Message
+          <textarea
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+            onKeyDown={onKey}
+            rows={5}
+            placeholder="What should the agent do? (Enter sends, Shift+Enter is a new line)"
+            autoFocus
+          />
+        </label>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        <div>
+          <button type="submit" disabled={busy || text.trim() === ""}>
+            Start chat
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
