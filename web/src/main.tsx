@@ -5,6 +5,7 @@ import { AdminPage } from "./admin.tsx";
 import { AuthPage } from "./auth.tsx";
 import { ChatList, ChatView } from "./chat.tsx";
 import { navigate, usePath } from "./router.ts";
+import { TokensPage } from "./tokens.tsx";
 import { UsagePage } from "./usage.tsx";
 import { isStaff, type User } from "./types.ts";
 import "./style.css";
@@ -42,6 +43,7 @@ function App() {
         <nav>
           {link("/", "Chats")}
           {link("/usage", "Usage")}
+          {link("/tokens", "Tokens")}
           {isStaff(me) && link("/admin", "Admin")}
         </nav>
         <button
@@ -59,6 +61,8 @@ function App() {
           <ChatView key={chat[1]} id={chat[1]!} />
         ) : path === "/usage" ? (
           <UsagePage me={me} />
+        ) : path === "/tokens" ? (
+          <TokensPage />
         ) : path === "/admin" ? (
           <AdminPage />
         ) : (
