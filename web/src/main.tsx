@@ -24,10 +24,11 @@ function App() {
   if (me === null) return <AuthPage onSignedIn={setMe} />;
 
   const chat = /^\/chats\/([^/]+)$/.exec(path);
+  const admin = path === "/admin" || path.startsWith("/admin/");
   const link = (to: string, label: string) => (
     <a
       href={to}
-      aria-current={path === to ? "page" : undefined}
+      aria-current={path === to || (to === "/admin" && admin) ? "page" : undefined}
       onClick={(e) => {
         e.preventDefault();
         navigate(to);
@@ -56,15 +57,15 @@ function App() {
           Sign out
         </button>
       </header>
-      <main className={chat ? "page wide" : "page"}>
+      <main className={chat || admin ? "page wide" : "page"}>
         {chat ? (
           <ChatView key={chat[1]} id={chat[1]!} />
         ) : path === "/usage" ? (
           <UsagePage me={me} />
         ) : path === "/tokens" ? (
           <TokensPage />
-        ) : path === "/admin" ? (
-          <AdminPage />
+        ) : admin && isStaff(me) ? (
+          <AdminPage me={me} path={path} />
         ) : (
           <ChatList />
         )}
