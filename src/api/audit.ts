@@ -8,6 +8,7 @@ import type { Queryable } from "../chatd/db/index.ts";
 import type { ApiContext } from "./app.ts";
 import { staff } from "./auth.ts";
 import { Int64String, parse } from "./errors.ts";
+import { auditEntryView } from "./views.ts";
 
 export type AuditAction =
   | "auth.login"
@@ -64,17 +65,6 @@ export function auditRoutes(app: FastifyInstance, ctx: ApiContext): void {
       `SELECT * FROM audit_log WHERE ($1::bigint IS NULL OR id < $1) ORDER BY id DESC LIMIT $2`,
       [q.before ?? null, q.limit],
     );
-    return {
-      entries: r.rows.map((e) => ({
-        id: String(e.id),
-        user_id: (e.user_id as string | null) ?? null,
-        action: e.action as string,
-        target: (e.target as string | null) ?? null,
-        details: e.details as Record<string, unknown>,
-        ip: (e.ip as string | null) ?? null,
-        user_agent: (e.user_agent as string | null) ?? null,
-        created_at: (e.created_at as Date).toISOString(),
-      })),
-    };
+    return { entries: r.rows.map(auditEntryView) };
   });
 }

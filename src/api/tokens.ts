@@ -9,6 +9,7 @@ import type { ApiContext } from "./app.ts";
 import { audit } from "./audit.ts";
 import { caller, issueToken } from "./auth.ts";
 import { IdParams, notFound, parse } from "./errors.ts";
+import { tokenView } from "./views.ts";
 
 export const NewTokenBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(200),
@@ -30,25 +31,11 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get("/api/v1/tokens", async (request) => {
     const { user } = caller(request);
-    const r = await ctx.db.query<{
-      id: string;
-      name: string;
-      kind: string;
-      created_at: Date;
-      last_used_at: Date | null;
-    }>(
+    const r = await ctx.db.query(
       "SELECT id, name, kind, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id",
       [user.id],
     );
-    return {
-      tokens: r.rows.map((t) => ({
-        id: t.id,
-        name: t.name,
-        kind: t.kind,
-        created_at: t.created_at.toISOString(),
-        last_used_at: t.last_used_at?.toISOString() ?? null,
-      })),
-    };
+    return { tokens: r.rows.map(tokenView) };
   });
 
   app.delete("/api/v1/tokens/:id", async (request, reply) => {

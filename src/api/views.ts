@@ -3,6 +3,7 @@
 // IDs stay decimal strings and the billing record never reaches a message's parts.
 
 import type { Chat } from "../chatd/chats.ts";
+import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 
 export interface User {
@@ -136,5 +137,47 @@ export function modelView(r: Record<string, unknown>): ModelView {
     has_api_key: r.api_key !== null && r.api_key !== undefined,
     created_at: (r.created_at as Date).toISOString(),
     updated_at: (r.updated_at as Date).toISOString(),
+  };
+}
+
+export interface TokenView {
+  id: string;
+  name: string;
+  kind: "api" | "session";
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export function tokenView(r: Record<string, unknown>): TokenView {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    kind: r.kind as TokenView["kind"],
+    created_at: (r.created_at as Date).toISOString(),
+    last_used_at: (r.last_used_at as Date | null)?.toISOString() ?? null,
+  };
+}
+
+export interface AuditEntryView {
+  id: string;
+  user_id: string | null;
+  action: AuditAction;
+  target: string | null;
+  details: Record<string, unknown>;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: string;
+}
+
+export function auditEntryView(r: Record<string, unknown>): AuditEntryView {
+  return {
+    id: String(r.id),
+    user_id: (r.user_id as string | null) ?? null,
+    action: r.action as AuditAction,
+    target: (r.target as string | null) ?? null,
+    details: r.details as Record<string, unknown>,
+    ip: (r.ip as string | null) ?? null,
+    user_agent: (r.user_agent as string | null) ?? null,
+    created_at: (r.created_at as Date).toISOString(),
   };
 }

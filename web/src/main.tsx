@@ -6,6 +6,7 @@ import { AuthPage } from "./auth.tsx";
 import { ChatList, ChatView } from "./chat.tsx";
 import { NewChat } from "./new-chat.tsx";
 import { navigate, usePath } from "./router.ts";
+import { TokensPage } from "./tokens.tsx";
 import { UsagePage } from "./usage.tsx";
 import { isStaff, type User } from "./types.ts";
 import "./style.css";
@@ -25,10 +26,11 @@ function App() {
 
   const newChat = path === "/chats/new";
   const chat = newChat ? null : /^\/chats\/([^/]+)$/.exec(path);
+  const admin = path === "/admin" || path.startsWith("/admin/");
   const link = (to: string, label: string) => (
     <a
       href={to}
-      aria-current={path === to ? "page" : undefined}
+      aria-current={path === to || (to === "/admin" && admin) ? "page" : undefined}
       onClick={(e) => {
         e.preventDefault();
         navigate(to);
@@ -44,6 +46,7 @@ function App() {
         <nav>
           {link("/", "Chats")}
           {link("/usage", "Usage")}
+          {link("/tokens", "Tokens")}
           {isStaff(me) && link("/admin", "Admin")}
         </nav>
         <button
@@ -56,15 +59,17 @@ function App() {
           Sign out
         </button>
       </header>
-      <main className={chat ? "page wide" : "page"}>
+      <main className={chat || admin ? "page wide" : "page"}>
         {newChat ? (
           <NewChat />
         ) : chat ? (
           <ChatView key={chat[1]} id={chat[1]!} />
         ) : path === "/usage" ? (
           <UsagePage me={me} />
-        ) : path === "/admin" ? (
-          <AdminPage />
+        ) : path === "/tokens" ? (
+          <TokensPage />
+        ) : admin && isStaff(me) ? (
+          <AdminPage me={me} path={path} />
         ) : (
           <ChatList />
         )}
