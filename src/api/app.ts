@@ -5,6 +5,7 @@
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
+import type { Clock } from "../contract/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
 import { auditRoutes } from "./audit.ts";
@@ -59,6 +60,13 @@ export interface ApiOptions {
   trustProxy?: boolean;
   /** Bound on a workspace health check (`GET /api/v0/info` of its agent); 2 s by default. */
   healthTimeoutMs?: number;
+  /**
+   * How long a workspace's health is answered without checking again; 10 s by default. An older
+   * one is still answered at once, while a check refreshes it in the background.
+   */
+  healthTtlMs?: number;
+  /** The clock that ages health answers (tests move it); real time by default. */
+  healthClock?: Clock;
 }
 
 /** What every route group gets: the options and the API's own shared state. */

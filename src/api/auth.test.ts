@@ -1,5 +1,8 @@
+import type { FastifyInstance } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
+import { StreamBuffer } from "../chatd/stream.ts";
+import { createApi } from "./app.ts";
 import { hashPassword, hashToken, verifyPassword } from "./auth.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
 
@@ -170,5 +173,79 @@ describeDatabases("authentication", (db) => {
     });
     expect(tokenId.status).toBe(400);
     expect(tokenId.body.detail).toContain("id");
+  });
+});
+
+describeDatabases("login throttling across replicas", (db) => {
+  let now = 1_000_000;
+  const loginThrottle = { maxFailures: 3, baseDelayMs: 2_000, maxDelayMs: 60_000, now: () => now };
+  let one: TestApi;
+  let two: FastifyInstance | undefined;
+  beforeEach(async () => {
+    now = 1_000_000;
+    one = await startTestApi(db(), { loginThrottle });
+    // startTestApi would make the first user again: the second replica is a bare API.
+    two = await createApi({ db: db(), buffer: new StreamBuffer(), loginThrottle });
+  });
+  afterEach(async () => {
+    await one.app.close();
+    await two?.close();
+  });
+
+  const loginOn = async (
+    replica: "one" | "two",
+    email: string,
+    password: string,
+  ): Promise<{ status: number; retryAfter: unknown }> => {
+    if (replica === "one") {
+      const a = await one.request("POST", "/api/v1/auth/login", { body: { email, password } });
+      return { status: a.status, retryAfter: a.headers["retry-after"] };
+    }
+    const a = await two!.inject({
+      method: "POST",
+      url: "/api/v1/auth/login",
+      payload: { email, password },
+    });
+    return { status: a.statusCode, retryAfter: a.headers["retry-after"] };
+  };
+
+  it("failures on one replica throttle logins on another, and a success on either clears them", async () => {
+    expect((await loginOn("one", "member@example.com", "wrong")).status).toBe(401);
+    expect((await loginOn("two", "member@example.com", "wrong")).status).toBe(401);
+    expect((await loginOn("one", "member@example.com", "wrong")).status).toBe(401);
+    // Three failures in all, though neither replica saw three.
+    for (const replica of ["one", "two"] as const) {
+      expect(await loginOn(replica, "member@example.com", "member password")).toEqual({
+        status: 429,
+        retryAfter: "2",
+      });
+    }
+    now += 2_000;
+    expect((await loginOn("two", "member@example.com", "member password")).status).toBe(200);
+    // Had the success on two not cleared the count, this fourth failure would make one wait.
+    expect((await loginOn("one", "member@example.com", "wrong")).status).toBe(401);
+    expect((await loginOn("two", "member@example.com", "member password")).status).toBe(200);
+  });
+
+  it("a key idle past the longest delay starts again from one failure, and its row goes", async () => {
+    for (let i = 0; i < 3; i++)
+      expect((await loginOn("one", "member@example.com", "wrong")).status).toBe(401);
+    const rows = async () =>
+      (
+        await db().query<{ key: string; count: number }>(
+          "SELECT key, count FROM login_failures ORDER BY key",
+        )
+      ).rows;
+    expect(await rows()).toEqual([
+      { key: "email:member@example.com", count: 3 },
+      { key: "ip:127.0.0.1", count: 3 },
+    ]);
+    now += 60_001;
+    expect((await loginOn("two", "nobody@example.com", "wrong")).status).toBe(401);
+    expect(await rows()).toEqual([
+      { key: "email:nobody@example.com", count: 1 },
+      { key: "ip:127.0.0.1", count: 1 },
+    ]);
+    expect((await loginOn("one", "member@example.com", "member password")).status).toBe(200);
   });
 });

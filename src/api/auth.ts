@@ -1,6 +1,7 @@
 // Authentication: scrypt password hashes, API tokens stored only as SHA-256, the bearer check
-// every non-public route passes, login (throttled) and logout. A token is looked up on every
-// request, so a deleted token stops working at once; secrets are compared in constant time.
+// every non-public route passes, login and logout. A token is looked up on every request, so a
+// deleted token stops working at once; secrets are compared in constant time. Failed logins are
+// counted in the database, so the throttle holds across every replica, not per process.
 //
 // Browser sessions: login also sets the token it answers as an HttpOnly, SameSite=Strict
 // cookie, which the bearer check accepts in place of the header. The CSRF rule: a request
@@ -251,11 +252,12 @@ export interface ThrottleOptions {
   /** The first wait; each further failure doubles it, up to `maxDelayMs`. */
   baseDelayMs: number;
   maxDelayMs: number;
-  /** The clock (tests move it). */
+  /**
+   * The clock (tests move it). Its milliseconds are stored and read by every replica, so in a
+   * server it is wall-clock time: replicas' clocks must agree to well within `baseDelayMs`.
+   */
   now(): number;
 }
-
-const MAX_THROTTLE_KEYS = 10_000;
 
 export const DEFAULT_THROTTLE: ThrottleOptions = {
   maxFailures: 5,
@@ -265,13 +267,17 @@ export const DEFAULT_THROTTLE: ThrottleOptions = {
 };
 
 /**
- * Login failures per key (`email:…`, `ip:…`), in this process's memory: after `maxFailures`
- * failures a key waits a delay that doubles with each further failure; a success clears its
- * keys. A key idle for the longest delay is forgotten. Replicas each count their own.
+ * Login failures per key (`email:…`, `ip:…`), in the database (table login_failures) so every
+ * replica counts the same failures: after `maxFailures` failures a key waits a delay that
+ * doubles with each further failure; a success clears its keys. A key idle for the longest
+ * delay starts again from one failure, and its row is deleted by a later failure of any key, so
+ * the table holds at most the keys that failed within the longest delay.
  */
 export class LoginThrottle {
-  private readonly failures = new Map<string, { count: number; last: number }>();
-  constructor(private readonly o: ThrottleOptions = DEFAULT_THROTTLE) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly o: ThrottleOptions = DEFAULT_THROTTLE,
+  ) {}
 
   private delayMs(count: number): number {
     if (count < this.o.maxFailures) return 0;
@@ -279,42 +285,52 @@ export class LoginThrottle {
   }
 
   /** Milliseconds until any of the keys may try again (0: now). */
-  waitMs(keys: string[]): number {
+  async waitMs(keys: string[]): Promise<number> {
     const now = this.o.now();
+    const r = await this.db.query<{ count: number; last_at_ms: string }>(
+      `SELECT count, last_at_ms FROM login_failures
+       WHERE key = ANY($1::text[]) AND last_at_ms >= $2::bigint - $3::bigint`,
+      [keys, now, this.o.maxDelayMs],
+    );
     let wait = 0;
-    for (const key of keys) {
-      const f = this.failures.get(key);
-      if (!f) continue;
-      if (now - f.last > this.o.maxDelayMs) this.failures.delete(key);
-      else wait = Math.max(wait, f.last + this.delayMs(f.count) - now);
-    }
+    for (const f of r.rows)
+      wait = Math.max(wait, Number(f.last_at_ms) + this.delayMs(f.count) - now);
     return wait;
   }
 
-  fail(keys: string[]): void {
+  async fail(keys: string[]): Promise<void> {
     const now = this.o.now();
-    // Bounded memory under a spray of emails: forget the keys idle past the longest delay.
-    if (this.failures.size > MAX_THROTTLE_KEYS) {
-      for (const [key, f] of this.failures)
-        if (now - f.last > this.o.maxDelayMs) this.failures.delete(key);
-    }
-    for (const key of keys) {
-      const f = this.failures.get(key);
-      this.failures.set(key, { count: (f?.count ?? 0) + 1, last: now });
-    }
+    // One statement, so replicas failing the same key at once each add their failure (the row
+    // lock of ON CONFLICT orders them). A key twice in one INSERT … ON CONFLICT is an error,
+    // hence the Set.
+    await this.db.query(
+      `INSERT INTO login_failures (key, count, last_at_ms)
+       SELECT k, 1, $2::bigint FROM unnest($1::text[]) AS k
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN login_failures.last_at_ms < $2::bigint - $3::bigint THEN 1
+                      ELSE login_failures.count + 1 END,
+         last_at_ms = $2::bigint`,
+      [[...new Set(keys)], now, this.o.maxDelayMs],
+    );
+    // Bounded growth under a spray of emails. The index on last_at_ms makes this find only the
+    // rows that expired since the last failure, so it stays cheap to run on every one.
+    await this.db.query("DELETE FROM login_failures WHERE last_at_ms < $1::bigint - $2::bigint", [
+      now,
+      this.o.maxDelayMs,
+    ]);
   }
 
-  succeed(keys: string[]): void {
-    for (const key of keys) this.failures.delete(key);
+  async succeed(keys: string[]): Promise<void> {
+    await this.db.query("DELETE FROM login_failures WHERE key = ANY($1::text[])", [keys]);
   }
 }
 
 export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const throttle = new LoginThrottle({ ...DEFAULT_THROTTLE, ...ctx.loginThrottle });
+  const throttle = new LoginThrottle(ctx.db, { ...DEFAULT_THROTTLE, ...ctx.loginThrottle });
   app.post("/api/v1/auth/login", async (request, reply) => {
     const body = parse(LoginBody, request.body, "body");
     const keys = [`email:${body.email}`, `ip:${request.ip}`];
-    const wait = throttle.waitMs(keys);
+    const wait = await throttle.waitMs(keys);
     if (wait > 0) {
       const s = String(Math.ceil(wait / 1000));
       throw new ApiError(429, "Too many failed logins; try again later.", `Retry after ${s} s.`, {
@@ -329,7 +345,7 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
           () => false,
         );
     if (!row || !ok) {
-      throttle.fail(keys);
+      await throttle.fail(keys);
       await audit(ctx.db, request, {
         userId: (row?.id as string | undefined) ?? null,
         action: "auth.login_failed",
@@ -337,7 +353,7 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
       });
       throw new ApiError(401, "Wrong email or password.");
     }
-    throttle.succeed(keys);
+    await throttle.succeed(keys);
     const { id, token } = await issueToken(ctx.db, row.id as string, "login", "session");
     await audit(ctx.db, request, { userId: row.id as string, action: "auth.login", target: id });
     setSessionCookie(request, reply, token);

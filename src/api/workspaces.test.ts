@@ -1,6 +1,11 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { until } from "../../test/support/agent.ts";
 import { describeDatabases } from "../../test/support/db.ts";
+import { ManualClock } from "../contract/index.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
+import type { WorkspaceHealth, WorkspaceView } from "./views.ts";
 
 describeDatabases("workspaces", (db) => {
   let api: TestApi;
@@ -77,5 +82,186 @@ describeDatabases("workspaces", (db) => {
     });
     expect(name.status).toBe(400);
     expect(name.body.detail).toContain("name");
+  });
+});
+
+/** What an agent answers to `GET /api/v0/info` (contract InfoResponse). */
+const FAKE_INFO = { version: "fake-1.2.3", api_version: "0", tool_calls: true };
+
+interface FakeAgent {
+  url: string;
+  /** Requests it got so far (each is one health check). */
+  requests(): number;
+  /** Live: answers at once. Dead (the start): accepts and holds each request, never answering. */
+  live: boolean;
+  close(): Promise<void>;
+}
+
+/** A stand-in agent on a free loopback port that counts health checks and can play dead. */
+async function startFakeAgent(): Promise<FakeAgent> {
+  const started_at = new Date().toISOString();
+  let requests = 0;
+  const agent = {
+    live: false,
+    requests: () => requests,
+  };
+  const server = http.createServer((req, res) => {
+    requests += 1;
+    if (!agent.live) return;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ ...FAKE_INFO, started_at }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(agent, {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  });
+}
+
+describeDatabases("workspace health cache", (db) => {
+  const HEALTH_TIMEOUT_MS = 1_000;
+  const HEALTH_TTL_MS = 10_000;
+  let api: TestApi;
+  let clock: ManualClock;
+  let agents: FakeAgent[];
+  beforeEach(async () => {
+    clock = new ManualClock();
+    agents = [];
+    api = await startTestApi(db(), {
+      healthTimeoutMs: HEALTH_TIMEOUT_MS,
+      healthTtlMs: HEALTH_TTL_MS,
+      healthClock: clock,
+    });
+  });
+  afterEach(async () => {
+    await api.app.close();
+    await Promise.all(agents.map((a) => a.close()));
+  });
+
+  const fakeAgent = async (): Promise<FakeAgent> => {
+    const a = await startFakeAgent();
+    agents.push(a);
+    return a;
+  };
+  const create = async (name: string, agentUrl: string): Promise<string> => {
+    const made = await api.request("POST", "/api/v1/workspaces", {
+      token: api.memberToken,
+      body: { name, agent_url: agentUrl },
+    });
+    expect(made.status).toBe(201);
+    return made.body.id as string;
+  };
+  /** The health one read answers, and how long the read took (real time). */
+  const read = async (id: string): Promise<{ health: WorkspaceHealth; ms: number }> => {
+    const began = performance.now();
+    const a = await api.request("GET", `/api/v1/workspaces/${id}`, { token: api.memberToken });
+    expect(a.status).toBe(200);
+    return { health: a.body.health as WorkspaceHealth, ms: performance.now() - began };
+  };
+  const list = async (): Promise<WorkspaceHealth[]> => {
+    const a = await api.request("GET", "/api/v1/workspaces", { token: api.memberToken });
+    return (a.body.workspaces as WorkspaceView[]).map((w) => w.health!);
+  };
+
+  it("a dead agent delays only its first read; later reads get the cached answer, refreshed in the background after the TTL", async () => {
+    const agent = await fakeAgent();
+    const id = await create("dead", agent.url);
+
+    // Never checked: reads wait for the one check they share, which the timeout bounds.
+    const [first, again] = await Promise.all([read(id), read(id)]);
+    expect(first.health).toEqual({ reachable: false, checked_at: expect.any(String) as string });
+    expect(again.health).toEqual(first.health);
+    expect(first.ms).toBeGreaterThanOrEqual(HEALTH_TIMEOUT_MS * 0.9);
+    expect(agent.requests()).toBe(1);
+
+    // Fresh: answered from the cache, with the time its check ran; the agent is not asked.
+    clock.advance(HEALTH_TTL_MS - 1);
+    expect(await list()).toEqual([first.health]);
+    expect((await read(id)).health).toEqual(first.health);
+    expect(agent.requests()).toBe(1);
+
+    // Stale: still answered as it was, so not after waiting for the refresh (which, against a
+    // dead agent, can only end by the timeout, with a later checked_at). One refresh for all.
+    clock.advance(1);
+    const [stale, staleToo] = await Promise.all([read(id), list()]);
+    expect(stale.health).toEqual(first.health);
+    expect(staleToo).toEqual([first.health]);
+    await until(() => agent.requests() === 2);
+    let refreshed: WorkspaceHealth | undefined;
+    await until(async () => {
+      refreshed = (await read(id)).health;
+      return refreshed.checked_at !== first.health.checked_at;
+    }, 10_000);
+    expect(refreshed).toEqual({ reachable: false, checked_at: expect.any(String) as string });
+    expect(Date.parse(refreshed!.checked_at)).toBeGreaterThan(Date.parse(first.health.checked_at));
+    expect(agent.requests()).toBe(2);
+
+    // Once it answers, the refresh after the next TTL shows it reachable, with its version.
+    agent.live = true;
+    clock.advance(HEALTH_TTL_MS);
+    expect((await read(id)).health).toEqual(refreshed);
+    let live: WorkspaceHealth | undefined;
+    await until(async () => {
+      live = (await read(id)).health;
+      return live.reachable;
+    }, 10_000);
+    expect(live).toMatchObject({ reachable: true, version: FAKE_INFO.version });
+    expect(live!.uptime_ms).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(live!.checked_at)).toBeGreaterThan(Date.parse(refreshed!.checked_at));
+    expect(agent.requests()).toBe(3);
+  });
+
+  it("a changed agent URL or token, or a PATCH, makes the next read check again", async () => {
+    const a = await fakeAgent();
+    const b = await fakeAgent();
+    a.live = true;
+    b.live = true;
+    const id = await create("w", a.url);
+    expect((await read(id)).health).toMatchObject({ reachable: true, version: FAKE_INFO.version });
+    expect((await read(id)).health.reachable).toBe(true);
+    expect(a.requests()).toBe(1);
+
+    const renamed = await api.request("PATCH", `/api/v1/workspaces/${id}`, {
+      token: api.memberToken,
+      body: { name: "renamed" },
+    });
+    expect(renamed.status).toBe(200);
+    await read(id);
+    expect(a.requests()).toBe(2);
+
+    // Changed by another replica, unseen by this API: the row's new agent misses the cache.
+    await db().query("UPDATE workspaces SET agent_url = $2 WHERE id = $1", [id, b.url]);
+    expect((await read(id)).health.reachable).toBe(true);
+    expect([a.requests(), b.requests()]).toEqual([2, 1]);
+    await db().query("UPDATE workspaces SET agent_token = 'another' WHERE id = $1", [id]);
+    await read(id);
+    expect([a.requests(), b.requests()]).toEqual([2, 2]);
+
+    // And a dead agent put in its place is waited for, not hidden behind the live answer.
+    b.live = false;
+    await db().query("UPDATE workspaces SET agent_token = NULL WHERE id = $1", [id]);
+    const dead = await read(id);
+    expect(dead.health.reachable).toBe(false);
+    expect(dead.ms).toBeGreaterThanOrEqual(HEALTH_TIMEOUT_MS * 0.9);
+  });
+
+  it("the health of a workspace nobody read for long is dropped, so its next read checks again", async () => {
+    const agent = await fakeAgent();
+    agent.live = true;
+    const idle = await create("idle", agent.url);
+    const other = await create("other", agent.url);
+    const before = (await read(idle)).health;
+    expect(agent.requests()).toBe(1);
+    clock.advance(11 * 60_000);
+    await read(other); // drops the idle entry
+    expect(agent.requests()).toBe(2);
+    // Were it kept, this read would answer the old (stale) health at once.
+    const after = (await read(idle)).health;
+    expect(after.checked_at).not.toBe(before.checked_at);
+    expect(agent.requests()).toBe(3);
   });
 });

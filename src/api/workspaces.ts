@@ -1,21 +1,25 @@
 // Workspaces: a name and the URL (and optional token) of a workspace agent, belonging to whoever
 // registered it. A chat may run in its owner's own workspaces, the ownerless local one and the
 // ones an admin shared; admins and owners also see (and may share or change) everyone's. The
-// agent token is stored but never answered, logged or audited. Reading a workspace asks its
-// agent for `GET /api/v0/info` (bounded by a short timeout) to show its health.
+// agent token is stored but never answered, logged or audited. Reading a workspace shows its
+// health, the agent's `GET /api/v0/info` from a per-API cache (workspace-health.ts): a dead agent
+// delays only the first read of it (bounded by a short timeout), not every list.
 
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
-import { AgentClient } from "../contract/index.ts";
+import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./app.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";
-import { workspaceView, type User, type WorkspaceHealth, type WorkspaceView } from "./views.ts";
-
-const DEFAULT_HEALTH_TIMEOUT_MS = 2_000;
+import { workspaceView, type User, type WorkspaceView } from "./views.ts";
+import {
+  DEFAULT_HEALTH_TIMEOUT_MS,
+  DEFAULT_HEALTH_TTL_MS,
+  WorkspaceHealthCache,
+} from "./workspace-health.ts";
 
 const HttpUrl = z
   .string()
@@ -64,36 +68,16 @@ export async function findWorkspace(
   return row && canUseWorkspace(user, row) ? row : undefined;
 }
 
-/** The agent's health: reachable with its version and uptime, or not (any failure). */
-async function checkHealth(
-  row: Record<string, unknown>,
-  timeoutMs: number,
-): Promise<WorkspaceHealth> {
-  const token = row.agent_token as string | null;
-  const client = new AgentClient({
-    baseUrl: row.agent_url as string,
-    ...(token !== null && { token }),
-  });
-  try {
-    const info = await client.info({ timeoutMs });
-    const started = Date.parse(info.started_at);
-    return {
-      reachable: true,
-      version: info.version,
-      ...(Number.isFinite(started) && { uptime_ms: Math.max(0, Date.now() - started) }),
-      checked_at: new Date().toISOString(),
-    };
-  } catch {
-    return { reachable: false, checked_at: new Date().toISOString() };
-  } finally {
-    client.close();
-  }
-}
-
 export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const health = new WorkspaceHealthCache({
+    timeoutMs: ctx.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS,
+    ttlMs: ctx.healthTtlMs ?? DEFAULT_HEALTH_TTL_MS,
+    clock: ctx.healthClock ?? realClock,
+  });
+  app.addHook("onClose", async () => health.close());
   const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
     ...workspaceView(row),
-    health: await checkHealth(row, ctx.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS),
+    health: await health.health(row),
   });
 
   app.post("/api/v1/workspaces", async (request, reply) => {
@@ -176,6 +160,8 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
       });
       return u.rows[0]!;
     });
+    // A new URL or token already misses the cache; any change is also a cue to look again.
+    health.forget(id);
     return workspaceView(row);
   });
 }
