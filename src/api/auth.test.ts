@@ -227,6 +227,17 @@ describeDatabases("login throttling across replicas", (db) => {
     expect((await loginOn("two", "member@example.com", "member password")).status).toBe(200);
   });
 
+  it("a burst of concurrent guesses on two replicas is counted one by one: only maxFailures get checked", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        loginOn(i % 2 === 0 ? "one" : "two", "member@example.com", `guess ${i}`),
+      ),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(9);
+  });
+
   it("a key idle past the longest delay starts again from one failure, and its row goes", async () => {
     for (let i = 0; i < 3; i++)
       expect((await loginOn("one", "member@example.com", "wrong")).status).toBe(401);

@@ -20,7 +20,7 @@ import {
 } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { Queryable } from "../chatd/db/index.ts";
+import type { Database, Queryable } from "../chatd/db/index.ts";
 import type { ApiContext } from "./app.ts";
 import { audit } from "./audit.ts";
 import { ApiError, parse } from "./errors.ts";
@@ -269,13 +269,16 @@ export const DEFAULT_THROTTLE: ThrottleOptions = {
 /**
  * Login failures per key (`email:…`, `ip:…`), in the database (table login_failures) so every
  * replica counts the same failures: after `maxFailures` failures a key waits a delay that
- * doubles with each further failure; a success clears its keys. A key idle for the longest
- * delay starts again from one failure, and its row is deleted by a later failure of any key, so
- * the table holds at most the keys that failed within the longest delay.
+ * doubles with each further failure; a success clears its keys. An attempt is counted as a
+ * failure before its password is checked (and uncounted by the success), in one transaction
+ * that locks the keys' rows: a burst of concurrent guesses is counted one by one, not let
+ * through together while the first ones are still hashing. A key idle for the longest delay
+ * starts again from one failure, and its row is deleted by a later attempt of any key, so the
+ * table holds at most the keys that failed within the longest delay.
  */
 export class LoginThrottle {
   constructor(
-    private readonly db: Queryable,
+    private readonly db: Database,
     private readonly o: ThrottleOptions = DEFAULT_THROTTLE,
   ) {}
 
@@ -284,40 +287,49 @@ export class LoginThrottle {
     return Math.min(this.o.baseDelayMs * 2 ** (count - this.o.maxFailures), this.o.maxDelayMs);
   }
 
-  /** Milliseconds until any of the keys may try again (0: now). */
-  async waitMs(keys: string[]): Promise<number> {
+  /**
+   * Milliseconds until any of the keys may try again; 0 when they may now, and then this
+   * attempt is already counted as a failure until {@link succeed}.
+   */
+  async attempt(keys: string[]): Promise<number> {
     const now = this.o.now();
-    const r = await this.db.query<{ count: number; last_at_ms: string }>(
-      `SELECT count, last_at_ms FROM login_failures
-       WHERE key = ANY($1::text[]) AND last_at_ms >= $2::bigint - $3::bigint`,
-      [keys, now, this.o.maxDelayMs],
-    );
-    let wait = 0;
-    for (const f of r.rows)
-      wait = Math.max(wait, Number(f.last_at_ms) + this.delayMs(f.count) - now);
-    return wait;
-  }
-
-  async fail(keys: string[]): Promise<void> {
-    const now = this.o.now();
-    // One statement, so replicas failing the same key at once each add their failure (the row
-    // lock of ON CONFLICT orders them). A key twice in one INSERT … ON CONFLICT is an error,
-    // hence the Set.
-    await this.db.query(
-      `INSERT INTO login_failures (key, count, last_at_ms)
-       SELECT k, 1, $2::bigint FROM unnest($1::text[]) AS k
-       ON CONFLICT (key) DO UPDATE SET
-         count = CASE WHEN login_failures.last_at_ms < $2::bigint - $3::bigint THEN 1
-                      ELSE login_failures.count + 1 END,
-         last_at_ms = $2::bigint`,
-      [[...new Set(keys)], now, this.o.maxDelayMs],
-    );
-    // Bounded growth under a spray of emails. The index on last_at_ms makes this find only the
-    // rows that expired since the last failure, so it stays cheap to run on every one.
-    await this.db.query("DELETE FROM login_failures WHERE last_at_ms < $1::bigint - $2::bigint", [
-      now,
-      this.o.maxDelayMs,
-    ]);
+    // Sorted: concurrent attempts lock and insert shared keys in one order (no deadlock).
+    const unique = [...new Set(keys)].sort();
+    return this.db.transaction(async (tx) => {
+      // Every key gets a row (count 0 when new) that this attempt then locks, so concurrent
+      // attempts on a key, new or not, take turns and each sees the others' counts.
+      await tx.query(
+        `INSERT INTO login_failures (key, count, last_at_ms)
+         SELECT k, 0, $2::bigint FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING`,
+        [unique, now],
+      );
+      const r = await tx.query<{ count: number; last_at_ms: string }>(
+        `SELECT count, last_at_ms FROM login_failures WHERE key = ANY($1::text[])
+         ORDER BY key FOR UPDATE`,
+        [unique],
+      );
+      let wait = 0;
+      for (const f of r.rows) {
+        // A key idle for the longest delay starts again from nothing.
+        if (Number(f.last_at_ms) < now - this.o.maxDelayMs) continue;
+        wait = Math.max(wait, Number(f.last_at_ms) + this.delayMs(f.count) - now);
+      }
+      if (wait > 0) return wait;
+      await tx.query(
+        `UPDATE login_failures SET
+           count = CASE WHEN last_at_ms < $2::bigint - $3::bigint THEN 1 ELSE count + 1 END,
+           last_at_ms = $2::bigint
+         WHERE key = ANY($1::text[])`,
+        [unique, now, this.o.maxDelayMs],
+      );
+      // Bounded growth under a spray of emails. The index on last_at_ms makes this find only
+      // the rows that expired since the last attempt, so it stays cheap to run on every one.
+      await tx.query("DELETE FROM login_failures WHERE last_at_ms < $1::bigint - $2::bigint", [
+        now,
+        this.o.maxDelayMs,
+      ]);
+      return 0;
+    });
   }
 
   async succeed(keys: string[]): Promise<void> {
@@ -330,7 +342,7 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/auth/login", async (request, reply) => {
     const body = parse(LoginBody, request.body, "body");
     const keys = [`email:${body.email}`, `ip:${request.ip}`];
-    const wait = await throttle.waitMs(keys);
+    const wait = await throttle.attempt(keys);
     if (wait > 0) {
       const s = String(Math.ceil(wait / 1000));
       throw new ApiError(429, "Too many failed logins; try again later.", `Retry after ${s} s.`, {
@@ -345,7 +357,6 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
           () => false,
         );
     if (!row || !ok) {
-      await throttle.fail(keys);
       await audit(ctx.db, request, {
         userId: (row?.id as string | undefined) ?? null,
         action: "auth.login_failed",
