@@ -1,7 +1,9 @@
 // The web UI in a real browser (Debian's chromium driven by playwright-core) against a real
 // `bin/tether server` (which builds the UI itself when web/dist is stale) and the fake model:
-// setup, a chat whose tool call runs, an interrupt from the UI, the usage page. Screenshots of
-// every screen at desktop and phone size go to test-artifacts/web/.
+// setup, the model configured in the admin page, a chat whose tool call streams its output and
+// is interrupted from the UI, a message queued while busy, an edit, the workspace panel's stop
+// button, the usage page. Screenshots of every screen at desktop and phone size go to
+// test-artifacts/web/ (the admin pages' are admin.test.ts's).
 
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -65,10 +67,6 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
         path.join(home, "data"),
         "--workspace-dir",
         home,
-        "--model",
-        "openai-compatible:fake-model",
-        "--model-base-url",
-        fake.url,
       ],
       home,
       (fn) => cleanups.push(fn),
@@ -101,6 +99,24 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByRole("button", { name: "Create admin" }).click();
 
     await desktop.getByRole("heading", { name: "Chats" }).waitFor();
+
+    // Point it at the model: the fake OpenAI-compatible server, made the default.
+    await desktop.getByRole("link", { name: "Admin" }).click();
+    const addModel = desktop.locator("form", { hasText: "Add a model" });
+    await addModel.getByLabel("Provider").selectOption("openai-compatible");
+    await addModel.getByLabel("Model").fill("fake-model");
+    await addModel.getByLabel("Base URL").fill(fake.url);
+    await addModel.getByLabel("Input price").fill("3");
+    await addModel.getByLabel("Output price").fill("15");
+    await addModel.getByLabel("Make it the default").check();
+    await addModel.getByRole("button", { name: "Add model" }).click();
+    await desktop
+      .getByTestId("model-row")
+      .filter({ hasText: "fake-model" })
+      .getByText("default", { exact: true })
+      .waitFor();
+
+    await desktop.getByRole("link", { name: "Chats" }).click();
     await desktop.getByRole("button", { name: "New chat" }).click();
     await desktop.getByLabel("Message").fill("run the slow command");
     await desktop.getByLabel("Message").press("Enter");
@@ -145,10 +161,6 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     expect(billed).not.toBeNull();
     expect(Number(billed![1])).toBeGreaterThan(0);
     await shot(desktop, "usage-desktop");
-    await desktop.getByRole("link", { name: "Admin" }).click();
-    await desktop.getByRole("heading", { name: "Models" }).waitFor();
-    await desktop.getByText("fake-model").first().waitFor();
-    await shot(desktop, "admin-desktop");
 
     // Edit the first message: the later history (the canceled call) goes, the chat reruns.
     await desktop.getByRole("link", { name: "Chats" }).click();
@@ -230,9 +242,6 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.getByRole("link", { name: "Usage" }).click();
     await phone.getByTestId("usage-total").waitFor();
     await shot(phone, "usage-phone");
-    await phone.getByRole("link", { name: "Admin" }).click();
-    await phone.getByRole("heading", { name: "Models" }).waitFor();
-    await shot(phone, "admin-phone");
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
