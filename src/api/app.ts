@@ -4,6 +4,7 @@
 // open event streams and stops listening for changes.
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { AgentPool } from "../chatd/agents.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -59,6 +60,11 @@ export interface ApiOptions {
   trustProxy?: boolean;
   /** Bound on a workspace health check (`GET /api/v0/info` of its agent); 2 s by default. */
   healthTimeoutMs?: number;
+  /**
+   * The clients of workspace agents, shared with the worker (one connection pool and request
+   * observer per server). Without it the API keeps its own and closes it when it closes.
+   */
+  agents?: AgentPool;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -67,6 +73,8 @@ export interface ApiContext extends ApiOptions {
   changes: ChatChanges;
   /** Closes each open event stream (called when the API closes). */
   streams: Set<() => void>;
+  /** The given pool, or the API's own. */
+  agents: AgentPool;
 }
 
 /** JSON.parse that refuses prototype poisoning (`__proto__`, `constructor.prototype`). */
@@ -94,7 +102,12 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     bodyLimit: API_BODY_LIMIT_BYTES,
     trustProxy: o.trustProxy ?? false,
   });
-  const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
+  const ctx: ApiContext = {
+    ...o,
+    changes: new ChatChanges(o.db),
+    streams: new Set(),
+    agents: o.agents ?? new AgentPool(o.db),
+  };
 
   // An empty JSON body is no body (a bodiless POST from a client that always sets the type).
   app.removeContentTypeParser("application/json");
@@ -124,7 +137,11 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   app.addHook("preClose", async () => {
     for (const close of [...ctx.streams]) close();
   });
-  app.addHook("onClose", async () => ctx.changes.close());
+  app.addHook("onClose", async () => {
+    await ctx.changes.close();
+    // A pool that was given belongs to its giver (the worker may still be using it).
+    if (!o.agents) ctx.agents.close();
+  });
 
   app.get("/api/v1/health", async () => ({ status: "ok" }));
   metricsRoutes(app, ctx);
