@@ -15,6 +15,7 @@ import { ApiError, handleError } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
+import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -65,6 +66,11 @@ export interface ApiOptions {
    * observer per server). Without it the API keeps its own and closes it when it closes.
    */
   agents?: AgentPool;
+  /**
+   * Bound on each agent request of the process routes (processes.ts); 10 s by default. The
+   * panel polls them, so a hung agent must answer 502 soon rather than hold requests open.
+   */
+  agentTimeoutMs?: number;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -151,6 +157,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   workspaceRoutes(app, ctx);
   modelRoutes(app, ctx);
   chatRoutes(app, ctx);
+  processRoutes(app, ctx);
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
   auditRoutes(app, ctx);
