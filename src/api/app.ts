@@ -4,6 +4,7 @@
 // open event streams and stops listening for changes.
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { AgentPool } from "../chatd/agents.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { Clock } from "../contract/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
@@ -15,6 +16,7 @@ import { ApiError, handleError } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
+import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
 import { ChatChanges, streamRoutes } from "./stream.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -67,6 +69,16 @@ export interface ApiOptions {
   healthTtlMs?: number;
   /** The clock that ages health answers (tests move it); real time by default. */
   healthClock?: Clock;
+  /**
+   * The clients of workspace agents, shared with the worker (one connection pool and request
+   * observer per server). Without it the API keeps its own and closes it when it closes.
+   */
+  agents?: AgentPool;
+  /**
+   * Bound on each agent request of the process routes (processes.ts); 10 s by default. The
+   * panel polls them, so a hung agent must answer 502 soon rather than hold requests open.
+   */
+  agentTimeoutMs?: number;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -75,6 +87,8 @@ export interface ApiContext extends ApiOptions {
   changes: ChatChanges;
   /** Closes each open event stream (called when the API closes). */
   streams: Set<() => void>;
+  /** The given pool, or the API's own. */
+  agents: AgentPool;
 }
 
 /** JSON.parse that refuses prototype poisoning (`__proto__`, `constructor.prototype`). */
@@ -102,7 +116,12 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     bodyLimit: API_BODY_LIMIT_BYTES,
     trustProxy: o.trustProxy ?? false,
   });
-  const ctx: ApiContext = { ...o, changes: new ChatChanges(o.db), streams: new Set() };
+  const ctx: ApiContext = {
+    ...o,
+    changes: new ChatChanges(o.db),
+    streams: new Set(),
+    agents: o.agents ?? new AgentPool(o.db),
+  };
 
   // An empty JSON body is no body (a bodiless POST from a client that always sets the type).
   app.removeContentTypeParser("application/json");
@@ -132,7 +151,11 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   app.addHook("preClose", async () => {
     for (const close of [...ctx.streams]) close();
   });
-  app.addHook("onClose", async () => ctx.changes.close());
+  app.addHook("onClose", async () => {
+    await ctx.changes.close();
+    // A pool that was given belongs to its giver (the worker may still be using it).
+    if (!o.agents) ctx.agents.close();
+  });
 
   app.get("/api/v1/health", async () => ({ status: "ok" }));
   metricsRoutes(app, ctx);
@@ -142,6 +165,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   workspaceRoutes(app, ctx);
   modelRoutes(app, ctx);
   chatRoutes(app, ctx);
+  processRoutes(app, ctx);
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);
   auditRoutes(app, ctx);

@@ -25,7 +25,8 @@ export type AuditAction =
   | "workspace.update"
   | "chat.create"
   | "chat.interrupt"
-  | "chat.edit";
+  | "chat.edit"
+  | "process.signal";
 
 export interface AuditEntry {
   userId: string | null;

@@ -15,7 +15,7 @@ export interface ErrorBody {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 429,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 429 | 502,
     message: string,
     readonly detail?: string,
     /** Headers sent with the answer (Retry-After of a 429). */

@@ -11,6 +11,7 @@ import { LoginBody } from "./auth.ts";
 import { AfterQuery, EditBody, MessageParams, NewChatBody, SendBody } from "./chats.ts";
 import { IdParams } from "./errors.ts";
 import { ModelPatch, NewModelBody } from "./models.ts";
+import { ProcessParams, SignalBody } from "./processes.ts";
 import { StreamQuery } from "./stream.ts";
 import { NewTokenBody } from "./tokens.ts";
 import { ReportQuery } from "./usage.ts";
@@ -125,6 +126,23 @@ export const ROUTES: Record<string, RouteDoc> = {
     query: StreamQuery,
   },
   "GET /api/v1/chats/:id/usage": { summary: "A chat's usage", status: 200, params: IdParams },
+  "GET /api/v1/chats/:id/processes": {
+    summary:
+      "The chat's processes in its workspace, running first (502 when its agent is unreachable)",
+    status: 200,
+    params: IdParams,
+  },
+  "GET /api/v1/chats/:id/processes/:process_id/output": {
+    summary: "A process's output so far, without waiting",
+    status: 200,
+    params: ProcessParams,
+  },
+  "POST /api/v1/chats/:id/processes/:process_id/signal": {
+    summary: "Stop a process: terminate (SIGTERM) or kill (SIGKILL); the chat's owner only",
+    status: 200,
+    params: ProcessParams,
+    body: SignalBody,
+  },
   "GET /api/v1/usage": { summary: "Usage report", status: 200, query: ReportQuery },
   "GET /api/v1/audit": { summary: "The audit log (admin)", status: 200, query: AuditQuery },
 };

@@ -5,6 +5,7 @@
 import type { Chat } from "../chatd/chats.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
+import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
 
 export interface User {
   id: string;
@@ -104,6 +105,36 @@ export function workspaceView(r: Record<string, unknown>): WorkspaceView {
     shared: r.shared as boolean,
     created_at: (r.created_at as Date).toISOString(),
   };
+}
+
+/** A process as the agent lists it (CONTRACT.md 7, ProcessInfo). */
+export type ProcessView = ProcessInfo;
+
+/** A process's output as the agent reads it without waiting (CONTRACT.md 7). */
+export type ProcessOutputView = ProcessOutputResponse;
+
+// The agent's answers are copied field by field: whatever else an agent sends is not passed on.
+
+export function processView(p: ProcessInfo): ProcessView {
+  const v: ProcessView = {
+    id: p.id,
+    command: p.command,
+    background: p.background,
+    running: p.running,
+    started_at_unix: p.started_at_unix,
+  };
+  if (p.workdir !== undefined) v.workdir = p.workdir;
+  if (p.exit_code !== undefined) v.exit_code = p.exit_code;
+  if (p.exited_at_unix !== undefined) v.exited_at_unix = p.exited_at_unix;
+  return v;
+}
+
+export function processOutputView(o: ProcessOutputResponse): ProcessOutputView {
+  const v: ProcessOutputView = { output: o.output, running: o.running };
+  if (o.truncated !== undefined) v.truncated = o.truncated;
+  if (o.exit_code !== undefined) v.exit_code = o.exit_code;
+  if (o.command !== undefined) v.command = o.command;
+  return v;
 }
 
 export interface ModelView {

@@ -6,7 +6,7 @@
 import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
-import { parseChatId, toMessageId } from "../contract/index.ts";
+import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import { costMicros, type Interval, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
@@ -179,10 +179,15 @@ async function runBatch(
         "tool call sent",
       );
       deps.buffer.stampCall(chat.id, call.toolCallId, { startedAt: deps.clock.now() });
+      // The agent names an execute's process by the tool call UUID (CONTRACT.md 3), so a
+      // watcher can read the output of the command while it runs.
       deps.buffer.append(chat.id, {
         type: "tool-started",
         tool_call_id: call.toolCallId,
         tool_name: call.toolName,
+        ...(call.toolName === "execute" && {
+          process_id: toolCallUuid(chatId, messageId, call.toolCallId),
+        }),
       });
       const outcome = await runTool(
         {

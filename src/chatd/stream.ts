@@ -7,7 +7,13 @@ export type LivePart =
   | { type: "text-delta"; text: string }
   | { type: "reasoning-delta"; text: string }
   | { type: "tool-call"; tool_call_id: string; tool_name: string; args: unknown }
-  | { type: "tool-started"; tool_call_id: string; tool_name: string }
+  | {
+      type: "tool-started";
+      tool_call_id: string;
+      tool_name: string;
+      /** An execute's process ID (its tool call UUID), so a watcher can read its output live. */
+      process_id?: string;
+    }
   | { type: "tool-finished"; tool_call_id: string; tool_name: string; status: string };
 
 export interface PartEvent {

@@ -7,7 +7,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { LanguageModel } from "ai";
 import { createApi } from "../api/index.ts";
-import { AgentClient, type Clock } from "../contract/index.ts";
+import type { Clock } from "../contract/index.ts";
+import { AgentPool } from "../chatd/agents.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
@@ -94,13 +95,14 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
 
   // Keyed by config ID and update time: a changed config (PATCH) makes a new model.
   const models = new Map<string, LanguageModel>();
-  const agents = new Map<string, AgentClient>();
   const buffer = new StreamBuffer();
   // Created per server and passed down: two servers in one process share no values.
   const metrics = createChatdMetrics(db);
   // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
   const workerId = randomUUID();
   const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
+  // One client per agent for the worker's tool calls and the API's process reads alike.
+  const agents = new AgentPool(db, { onRequest });
   const worker = new Worker({
     db,
     buffer,
@@ -151,26 +153,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       };
       return { model: m, prices };
     },
-    resolveAgent: async (chat: Chat) => {
-      if (!chat.workspaceId) return undefined;
-      const r = await db.query<{ agent_url: string; agent_token: string | null }>(
-        "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
-        [chat.workspaceId],
-      );
-      const w = r.rows[0];
-      if (!w) return undefined;
-      const key = `${w.agent_url} ${w.agent_token ?? ""}`;
-      let client = agents.get(key);
-      if (!client) {
-        client = new AgentClient({
-          baseUrl: w.agent_url,
-          onRequest,
-          ...(w.agent_token && { token: w.agent_token }),
-        });
-        agents.set(key, client);
-      }
-      return client;
-    },
+    resolveAgent: async (chat: Chat) =>
+      chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
@@ -182,6 +166,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     buffer,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
+    agents,
     ...(o.trustProxy && { trustProxy: true }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
@@ -202,7 +187,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       await api.close();
       await worker.stop();
       if (!c.keepLocalAgent) await supervisor?.stop();
-      for (const a of agents.values()) a.close();
+      agents.close();
       await db.close();
     },
   };

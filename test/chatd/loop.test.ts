@@ -4,9 +4,10 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
-import { StreamBuffer } from "../../src/chatd/stream.ts";
+import { StreamBuffer, type LivePart } from "../../src/chatd/stream.ts";
 import { createChat, sendMessage } from "../../src/chatd/transitions.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
+import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import type { TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
@@ -26,7 +27,7 @@ function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {
 describeDatabases("chat loop", (db) => {
   it("the model runs a foreground execute and gets the exit code and output; watchers see it live", async () => {
     const buffer = new StreamBuffer();
-    const { fake, setup } = await env(db, { buffer });
+    const { fake, setup, agent } = await env(db, { buffer });
     fake.script(
       { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi; exit 3" } }] },
       { text: "Done." },
@@ -37,9 +38,11 @@ describeDatabases("chat loop", (db) => {
       modelConfigId: setup.modelConfigId,
     });
     const live: string[] = [];
+    const started: LivePart[] = [];
     const unsubscribe = buffer.subscribe(chatId, (e) => {
       if (e.part.type !== "text-delta")
         live.push(`${e.part.type} ${"status" in e.part ? e.part.status : ""}`.trim());
+      if (e.part.type === "tool-started") started.push(e.part);
     });
     await sendMessage(db(), chatId, setup.userId, "run it", "queue");
     const { chat, history } = await settle(db(), chatId);
@@ -54,6 +57,17 @@ describeDatabases("chat loop", (db) => {
     expect(history[1]!.runtimeMs).toBeGreaterThanOrEqual(0);
     unsubscribe();
     expect(live).toEqual(["tool-call", "tool-started", "tool-finished completed"]);
+    // The process is named by the tool call UUID, so a watcher can read its output while it runs.
+    const processId = toolCallUuid(parseChatId(chatId)!, toMessageId(history[1]!.id)!, "call_1");
+    expect(started).toEqual([
+      {
+        type: "tool-started",
+        tool_call_id: "call_1",
+        tool_name: "execute",
+        process_id: processId,
+      },
+    ]);
+    expect(await agent.client.processOutput(processId)).toMatchObject({ output: "hi\n" });
   });
 
   it("execute past its timeout is left running with its process ID, and process_output reads it later", async () => {

@@ -1,0 +1,65 @@
+// The one pool of agent clients a server keeps: a workspace ID resolves to a client for its
+// agent's URL and token, made once and reused, so the worker's tool calls and the API's reads
+// of the same workspace share keep-alive connections and the same request observer. A changed
+// URL or token (PATCH) is a new key and so a new client; the old one stays until close, since
+// a tool call may still be using it.
+
+import { AgentClient, type AgentRequestRecord } from "../contract/index.ts";
+import type { Queryable } from "./db/index.ts";
+
+export interface AgentPoolOptions {
+  /** Told about every request of every client (metrics, logs); see AgentClientOptions. */
+  onRequest?: (r: AgentRequestRecord) => void;
+}
+
+/** The workspace's agent URL is one the client cannot speak to (only http is). */
+export class UnsupportedAgentUrlError extends Error {
+  override readonly name = "UnsupportedAgentUrlError";
+  constructor(readonly workspaceId: string) {
+    super(`The agent URL of workspace ${workspaceId} is not http; only http agents are supported.`);
+  }
+}
+
+export class AgentPool {
+  readonly #db: Queryable;
+  readonly #o: AgentPoolOptions;
+  /** Keyed by `agent_url agent_token`: two workspaces on one agent share its client. */
+  readonly #clients = new Map<string, AgentClient>();
+
+  constructor(db: Queryable, o: AgentPoolOptions = {}) {
+    this.#db = db;
+    this.#o = o;
+  }
+
+  /**
+   * The client of the workspace's agent, or undefined when the workspace row is gone. Throws
+   * UnsupportedAgentUrlError when the row's URL is not http (the API takes https ones).
+   */
+  async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
+    const r = await this.#db.query<{ agent_url: string; agent_token: string | null }>(
+      "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
+      [workspaceId],
+    );
+    const w = r.rows[0];
+    if (!w) return undefined;
+    const key = `${w.agent_url} ${w.agent_token ?? ""}`;
+    let client = this.#clients.get(key);
+    if (!client) {
+      if (!URL.canParse(w.agent_url) || new URL(w.agent_url).protocol !== "http:")
+        throw new UnsupportedAgentUrlError(workspaceId);
+      client = new AgentClient({
+        baseUrl: w.agent_url,
+        ...(w.agent_token && { token: w.agent_token }),
+        ...(this.#o.onRequest && { onRequest: this.#o.onRequest }),
+      });
+      this.#clients.set(key, client);
+    }
+    return client;
+  }
+
+  /** Closes every client's idle connections; the pool makes new clients if asked again. */
+  close(): void {
+    for (const c of this.#clients.values()) c.close();
+    this.#clients.clear();
+  }
+}
