@@ -91,7 +91,7 @@ describeDatabases("chat usage", (db) => {
   describe("the usage report", () => {
     /** A chat of `token`'s user with one model call and one tool batch at `at`. */
     const spend = async (token: string, at: string, modelMs: number, toolMs: number) => {
-      const id = (await createChat(token)).id as string;
+      const id = (await createChat(token, { title: `chat at ${at}` })).id as string;
       await insertMessage(db(), id, {
         role: "assistant",
         visibility: "both",
@@ -130,20 +130,20 @@ describeDatabases("chat usage", (db) => {
       });
 
       expect(await report(api.memberToken, "?group_by=user")).toEqual([
-        { user_id: api.memberId, ...totals(300, 3000, 2) },
+        { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2) },
       ]);
       const everyone = await report(api.adminToken, "");
       expect(everyone).toHaveLength(2);
       expect(everyone).toEqual(
         expect.arrayContaining([
-          { user_id: api.memberId, ...totals(300, 3000, 2) },
-          { user_id: api.adminId, ...totals(400, 4000, 1) },
+          { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2) },
+          { user_id: api.adminId, email: "admin@example.com", ...totals(400, 4000, 1) },
         ]),
       );
       expect(await report(api.memberToken, "?group_by=chat")).toEqual(
         [
-          { chat_id: m1, ...totals(100, 1000, 1) },
-          { chat_id: m2, ...totals(200, 2000, 1) },
+          { chat_id: m1, title: "chat at 2026-11-01T10:15:00Z", ...totals(100, 1000, 1) },
+          { chat_id: m2, title: "chat at 2026-11-01T11:45:00Z", ...totals(200, 2000, 1) },
         ].sort((x, y) => x.chat_id.localeCompare(y.chat_id)),
       );
       expect((await report(api.adminToken, "?group_by=chat")).map((r) => r.chat_id)).toContain(a1);
@@ -160,7 +160,7 @@ describeDatabases("chat usage", (db) => {
       ).toEqual([{ hour: "2026-11-01T11:00:00Z", ...totals(200, 2000, 1) }]);
       expect(
         await report(api.memberToken, "?from=2026-11-01T11:15:00%2B01:00&to=2026-11-01T11:45:00Z"),
-      ).toEqual([{ user_id: api.memberId, ...totals(100, 1000, 1) }]);
+      ).toEqual([{ user_id: api.memberId, email: "member@example.com", ...totals(100, 1000, 1) }]);
       expect(await report(api.memberToken, "?from=2026-12-01")).toEqual([]);
     });
 

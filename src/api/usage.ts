@@ -20,13 +20,18 @@ export interface ChatUsage {
   cost_micros: number;
 }
 
-/** What a report row is keyed by, as SQL over `m` (chat_messages) and `c` (chats). */
+/**
+ * What a report row is keyed by, as SQL over `m` (chat_messages), `c` (chats) and `u` (the
+ * chat's owner), and the name a person reads it by (the user's email, the chat's title).
+ */
 const GROUPS = {
-  user: { key: "c.owner_id::text", field: "user_id" },
-  chat: { key: "c.id::text", field: "chat_id" },
+  user: { key: "c.owner_id::text", field: "user_id", label: "u.email", labelField: "email" },
+  chat: { key: "c.id::text", field: "chat_id", label: "c.title", labelField: "title" },
   hour: {
     key: `to_char(date_trunc('hour', m.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"')`,
     field: "hour",
+    label: "NULL",
+    labelField: undefined,
   },
 } as const;
 type GroupBy = keyof typeof GROUPS;
@@ -39,14 +44,14 @@ const USAGE_RECORD = `m.role = 'tool' AND m.visibility = 'model' AND m.content @
  * the filters select. Sums of int4 are int8, which the drivers answer as decimal strings.
  */
 function usageSql(group: GroupBy): string {
-  return `SELECT ${GROUPS[group].key} AS key,
+  return `SELECT ${GROUPS[group].key} AS key, MAX(${GROUPS[group].label}) AS label,
       COALESCE(SUM(m.runtime_ms) FILTER (WHERE m.role = 'assistant'), 0) AS model_runtime_ms,
       COALESCE(SUM(m.runtime_ms) FILTER (WHERE ${USAGE_RECORD}), 0) AS tool_runtime_ms,
       COALESCE(SUM(b.billed_calls), 0) AS billed_calls,
       COALESCE(SUM(m.input_tokens), 0) AS input_tokens,
       COALESCE(SUM(m.output_tokens), 0) AS output_tokens,
       COALESCE(SUM(m.cost_micros), 0) AS cost_micros
-    FROM chat_messages m JOIN chats c ON c.id = m.chat_id
+    FROM chat_messages m JOIN chats c ON c.id = m.chat_id JOIN users u ON u.id = c.owner_id
     CROSS JOIN LATERAL (
       SELECT SUM((p.part ->> 'billed_calls')::bigint) AS billed_calls
       FROM jsonb_array_elements(m.content) AS p(part)
@@ -69,7 +74,7 @@ async function usageRows(
   ctx: ApiContext,
   group: GroupBy,
   f: UsageFilter,
-): Promise<{ key: string; usage: ChatUsage }[]> {
+): Promise<{ key: string; label: string | null; usage: ChatUsage }[]> {
   const r = await ctx.db.query<Record<string, string>>(usageSql(group), [
     f.chatId ?? null,
     f.ownerId ?? null,
@@ -81,6 +86,7 @@ async function usageRows(
     const tool = Number(row.tool_runtime_ms);
     return {
       key: row.key!,
+      label: row.label ?? null,
       usage: {
         runtime_ms: model + tool,
         model_runtime_ms: model,
@@ -142,7 +148,13 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
       ...(q.from && { from: q.from }),
       ...(q.to && { to: q.to }),
     });
-    const field = GROUPS[q.group_by].field;
-    return { rows: rows.map((r) => ({ [field]: r.key, ...r.usage })) };
+    const { field, labelField } = GROUPS[q.group_by];
+    return {
+      rows: rows.map((r) => ({
+        [field]: r.key,
+        ...(labelField !== undefined && { [labelField]: r.label ?? "" }),
+        ...r.usage,
+      })),
+    };
   });
 }

@@ -62,12 +62,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
       ],
     });
     const server = await startServerProcess(
-      [
-        "--data-dir",
-        path.join(home, "data"),
-        "--workspace-dir",
-        home,
-      ],
+      ["--data-dir", path.join(home, "data"), "--workspace-dir", home],
       home,
       (fn) => cleanups.push(fn),
     );
@@ -127,13 +122,22 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     // The command's output shows while it runs.
     await card.locator(".output").filter({ hasText: "early" }).waitFor();
     await expect(card.locator("summary").textContent()).resolves.toContain("(live)");
+    // The workspace panel lists it as running as soon as it starts.
+    await desktop
+      .getByTestId("process")
+      .filter({ hasText: "echo early; sleep 30" })
+      .and(desktop.locator('[data-running="true"]'))
+      .waitFor();
 
     // A message sent while the chat is busy is queued, and runs once the turn ends.
     fake.script({ text: "The queued message ran." });
     await desktop.getByLabel("Message").fill("after the interrupt");
     await expect(desktop.getByRole("button", { name: "Queue" }).isEnabled()).resolves.toBe(true);
     await desktop.getByLabel("Message").press("Enter");
-    await desktop.getByTestId("queued-message").filter({ hasText: "after the interrupt" }).waitFor();
+    await desktop
+      .getByTestId("queued-message")
+      .filter({ hasText: "after the interrupt" })
+      .waitFor();
     await shot(desktop, "chat-running-desktop");
 
     await desktop.getByRole("button", { name: "Interrupt" }).click();

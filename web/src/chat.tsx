@@ -473,7 +473,11 @@ export function ChatView({ id }: { id: string }) {
           </div>
         </div>
       </section>
-      <ProcessPanel chatId={id} refresh={`${chat?.status}/${messages.length}`} />
+      <ProcessPanel
+        chatId={id}
+        busy={busy}
+        refresh={`${chat?.status}/${messages.length}/${Object.keys(toolLive).length}`}
+      />
     </div>
   );
 }

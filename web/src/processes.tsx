@@ -75,11 +75,14 @@ function ProcessRow({
       setStopping(false);
     }
   };
+  // The contract's exit code of a process ended by a signal is -1.
   const state = p.running
     ? "running"
     : p.exit_code === undefined
       ? "exited"
-      : `exited, code ${p.exit_code}`;
+      : p.exit_code === -1
+        ? "ended by a signal"
+        : `exited, code ${p.exit_code}`;
   return (
     <li className="process" data-testid="process" data-running={p.running}>
       <code className="tool-subject">{p.command}</code>
@@ -130,9 +133,19 @@ function ProcessRow({
 
 /**
  * The workspace panel. `refresh` changes whenever the chat's state may have changed its
- * processes (a status event); while any process runs, the list is read again every second.
+ * processes (a status event, a tool call starting); while the chat is `busy` or any of its
+ * processes runs, the list is read again every two seconds as well (a start reported by the
+ * stream may reach the agent after the list that followed it).
  */
-export function ProcessPanel({ chatId, refresh }: { chatId: string; refresh: unknown }) {
+export function ProcessPanel({
+  chatId,
+  busy,
+  refresh,
+}: {
+  chatId: string;
+  busy: boolean;
+  refresh: unknown;
+}) {
   const [processes, setProcesses] = useState<ProcessInfo[]>();
   const [error, setError] = useState<string>();
   const [tick, setTick] = useState(0);
@@ -143,8 +156,8 @@ export function ProcessPanel({ chatId, refresh }: { chatId: string; refresh: unk
     api<{ processes: ProcessInfo[] }>("GET", `/chats/${chatId}/processes`).then(
       (r) => {
         if (stopped) return;
-        // Newest first: what the chat just started is what the user looks for.
-        setProcesses([...r.processes].sort((a, b) => b.started_at_unix - a.started_at_unix));
+        // The server's order: running ones first, then the newest.
+        setProcesses(r.processes);
         setError(undefined);
       },
       (e: Error) => !stopped && setError(e.message),
@@ -154,12 +167,12 @@ export function ProcessPanel({ chatId, refresh }: { chatId: string; refresh: unk
     };
   }, [chatId, refresh, tick]);
 
-  const anyRunning = processes?.some((p) => p.running) ?? false;
+  const poll = busy || (processes?.some((p) => p.running) ?? false);
   useEffect(() => {
-    if (!anyRunning) return;
+    if (!poll) return;
     const t = setInterval(() => setTick((n) => n + 1), POLL_MS * 2);
     return () => clearInterval(t);
-  }, [anyRunning]);
+  }, [poll]);
 
   return (
     <aside className="panel" aria-label="Workspace">

@@ -4,7 +4,14 @@ import { seconds } from "./chat.tsx";
 import { navigate } from "./router.ts";
 import { isStaff, type Usage, type User } from "./types.ts";
 
-type Row = Usage & { hour?: string; user_id?: string; chat_id?: string };
+/** A report row: its key (hour, user or chat) and, for users and chats, the name to show. */
+type Row = Usage & {
+  hour?: string;
+  user_id?: string;
+  email?: string;
+  chat_id?: string;
+  title?: string;
+};
 
 function add(a: Usage, b: Usage): Usage {
   return {
@@ -20,13 +27,24 @@ function add(a: Usage, b: Usage): Usage {
 
 const dollars = (micros: number) => `$${(micros / 1e6).toFixed(4)}`;
 
-/** Horizontal stacked bars: model runtime vs tool runtime per group. Plain SVG. */
-function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: string }) {
+/** One group of a report: its key, the name shown for it, its totals. */
+interface Group {
+  key: string;
+  label: string;
+  u: Usage;
+}
+
+/**
+ * Horizontal stacked bars: model runtime vs tool runtime per group, each bar followed by its
+ * billed time and cost. Plain SVG.
+ */
+function Bars({ rows, title }: { rows: Group[]; title: string }) {
   const max = Math.max(1, ...rows.map((r) => r.u.runtime_ms));
   const rowH = 28;
   const labelW = 140;
+  const figuresW = 130;
   const width = 600;
-  const scale = (ms: number) => ((width - labelW - 10) * ms) / max;
+  const scale = (ms: number) => ((width - labelW - figuresW - 10) * ms) / max;
   return (
     <figure>
       <figcaption>{title}</figcaption>
@@ -37,7 +55,7 @@ function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: str
         aria-label={title}
       >
         {rows.map((r, i) => (
-          <g key={r.label} transform={`translate(0 ${i * rowH})`}>
+          <g key={r.key} transform={`translate(0 ${i * rowH})`}>
             <text x={0} y={18} fontSize={12}>
               {r.label.length > 20 ? r.label.slice(0, 19) + "…" : r.label}
             </text>
@@ -55,6 +73,9 @@ function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: str
               width={scale(r.u.tool_runtime_ms)}
               className="bar-tool"
             />
+            <text x={labelW + scale(r.u.runtime_ms) + 6} y={18} fontSize={12}>
+              {`${seconds(r.u.runtime_ms)} · ${dollars(r.u.cost_micros)}`}
+            </text>
             <title>{`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${dollars(r.u.cost_micros)}`}</title>
           </g>
         ))}
@@ -68,10 +89,10 @@ function Bars({ rows, title }: { rows: { label: string; u: Usage }[]; title: str
 }
 
 function Table(p: {
-  rows: { label: string; u: Usage }[];
+  rows: Group[];
   head: string;
-  /** Where a row's label links to, if anywhere. */
-  href?: (label: string) => string;
+  /** Where a row's label links to (by its key), if anywhere. */
+  href?: (key: string) => string;
 }) {
   const { rows, head, href } = p;
   return (
@@ -90,14 +111,14 @@ function Table(p: {
         </thead>
         <tbody>
           {rows.map((r) => (
-            <tr key={r.label}>
+            <tr key={r.key}>
               <td>
                 {href ? (
                   <a
-                    href={href(r.label)}
+                    href={href(r.key)}
                     onClick={(e) => {
                       e.preventDefault();
-                      navigate(href(r.label));
+                      navigate(href(r.key));
                     }}
                   >
                     {r.label}
@@ -124,7 +145,6 @@ function Table(p: {
 
 export function UsagePage({ me }: { me: User }) {
   const [data, setData] = useState<{ hour: Row[]; user: Row[]; chat: Row[] }>();
-  const [names, setNames] = useState<Record<string, string>>({ [me.id]: me.email });
   const [error, setError] = useState<string>();
   useEffect(() => {
     const get = (g: string) =>
@@ -133,12 +153,7 @@ export function UsagePage({ me }: { me: User }) {
       ([hour, user, chat]) => setData({ hour, user, chat }),
       (e: Error) => setError(e.message),
     );
-    if (isStaff(me))
-      api<{ users: User[] }>("GET", "/users").then(
-        (r) => setNames(Object.fromEntries(r.users.map((u) => [u.id, u.email]))),
-        () => undefined,
-      );
-  }, [me]);
+  }, []);
 
   if (error) return <p className="error">{error}</p>;
   if (!data) return <p>Loading…</p>;
@@ -148,16 +163,21 @@ export function UsagePage({ me }: { me: User }) {
     const prev = days.get(day);
     days.set(day, prev ? add(prev, r) : r);
   }
-  const perDay = [...days].sort().map(([label, u]) => ({ label, u }));
-  const perUser = data.user.map((r) => ({
-    label: names[r.user_id ?? ""] ?? r.user_id ?? "",
+  const perDay = [...days].sort().map(([label, u]) => ({ key: label, label, u }));
+  const perUser = data.user.map((r) => ({ key: r.user_id ?? "", label: r.email ?? "", u: r }));
+  const perChat = data.chat.map((r) => ({
+    key: r.chat_id ?? "",
+    label: r.title || "Untitled chat",
     u: r,
   }));
-  const perChat = data.chat.map((r) => ({ label: r.chat_id ?? "", u: r }));
   const total = data.user.reduce<Usage | undefined>((t, r) => (t ? add(t, r) : r), undefined);
   return (
     <section>
       <h1>Usage</h1>
+      <p className="muted">
+        {isStaff(me) ? "Everyone's usage (you are an admin)." : "Your usage."} Billed time is model
+        time plus tool time, a batch of parallel tool calls counted once.
+      </p>
       {total ? (
         <p data-testid="usage-total">
           Billed time <strong>{seconds(total.runtime_ms)}</strong> (model{" "}
