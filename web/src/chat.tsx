@@ -262,10 +262,21 @@ export function ChatView({ id }: { id: string }) {
     });
   }, [id, epoch, loadUsage]);
 
-  // Braces: scrollIntoView returns a promise in newer browsers, and an effect returns no value.
+  // New content keeps the page at its end only if the reader was there: someone who scrolled
+  // up to read is not moved while text streams. (Braces: scrollIntoView may return a promise,
+  // and an effect returns no value.)
+  const atEnd = useRef(true);
   useEffect(() => {
-    endRef.current?.scrollIntoView({ block: "end" });
-  }, [messages, live]);
+    const onScroll = () => {
+      const doc = document.documentElement;
+      atEnd.current = doc.scrollHeight - (window.scrollY + window.innerHeight) < 120;
+    };
+    window.addEventListener("scroll", onScroll, { passive: true });
+    return () => window.removeEventListener("scroll", onScroll);
+  }, []);
+  useEffect(() => {
+    if (atEnd.current) endRef.current?.scrollIntoView({ block: "end" });
+  }, [messages, live, queued]);
 
   const busy = chat?.status === "running" || chat?.status === "interrupting";
 
