@@ -56,6 +56,31 @@ describeDatabases("model configs", (db) => {
     expect([a, b]).not.toContain(defaults[0]);
   });
 
+  it("the default model stays enabled: disabling it, or defaulting a disabled one, is 409 and changes nothing", async () => {
+    const post = (body: object) =>
+      api.request("POST", "/api/v1/models", { token: api.adminToken, body });
+    const patch = (id: string, body: object) =>
+      api.request("PATCH", `/api/v1/models/${id}`, { token: api.adminToken, body });
+    const a = (await post({ provider: "demo", model: "a", is_default: true })).body.id as string;
+    const b = (await post({ provider: "demo", model: "b", enabled: false })).body.id as string;
+    expect((await patch(a, { enabled: false })).status).toBe(409);
+    const refused = await patch(b, { is_default: true });
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toBe("The default model must be enabled.");
+    expect(
+      (await post({ provider: "demo", model: "c", is_default: true, enabled: false })).status,
+    ).toBe(409);
+    const rows = await db().query<{ model: string; is_default: boolean; enabled: boolean }>(
+      "SELECT model, is_default, enabled FROM model_configs ORDER BY model",
+    );
+    expect(rows.rows).toEqual([
+      { model: "a", is_default: true, enabled: true },
+      { model: "b", is_default: false, enabled: false },
+    ]);
+    // Enabling it in the same change is fine.
+    expect((await patch(b, { is_default: true, enabled: true })).status).toBe(200);
+  });
+
   it("bad input is a 400 naming the field", async () => {
     const bad = async (body: unknown, field: string): Promise<void> => {
       const r = await api.request("POST", "/api/v1/models", { token: api.adminToken, body });

@@ -81,6 +81,21 @@ async function clearDefault(tx: Queryable): Promise<void> {
   await tx.query("UPDATE model_configs SET is_default = false WHERE is_default");
 }
 
+/**
+ * A chat that names no model gets the default, and a disabled model is as good as unknown to a
+ * new chat: so the default is always enabled. Thrown inside the write's transaction, this
+ * undoes it.
+ */
+function refuseDisabledDefault(row: Record<string, unknown>): void {
+  if (row.is_default === true && row.enabled !== true) {
+    throw new ApiError(
+      409,
+      "The default model must be enabled.",
+      "Make another model the default before disabling this one, or enable it first.",
+    );
+  }
+}
+
 export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/models", async (request, reply) => {
     const { user } = staff(request);
@@ -105,6 +120,7 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ],
       );
       const row = r.rows[0]!;
+      refuseDisabledDefault(row);
       await audit(tx, request, {
         userId: user.id,
         action: "model.create",
@@ -135,6 +151,7 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
       );
       const row = r.rows[0];
       if (!row) throw notFound("Model config", id);
+      refuseDisabledDefault(row);
       if (row.provider === "openai-compatible" && row.base_url === null) {
         throw new ApiError(
           400,

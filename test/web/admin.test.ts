@@ -133,8 +133,16 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
 
     await row.getByRole("button", { name: "Make test-model-x the default" }).click();
     await row.getByText("default", { exact: true }).waitFor();
-    // The old default (the demo model) may be made the default again.
-    await page.getByRole("button", { name: "Make demo the default" }).waitFor();
+    // The default stays enabled; the old default (the demo model) may be made the default again.
+    await expect(
+      row.getByRole("button", { name: "Disable test-model-x" }).isDisabled(),
+    ).resolves.toBe(true);
+    await page.getByRole("button", { name: "Make demo the default" }).click();
+    await page
+      .getByTestId("model-row")
+      .filter({ hasText: "demo" })
+      .getByText("default", { exact: true })
+      .waitFor();
     await row.getByRole("button", { name: "Disable test-model-x" }).click();
     await row.getByText("disabled", { exact: true }).waitFor();
     await shot(page, "models-desktop");

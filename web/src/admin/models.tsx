@@ -110,13 +110,19 @@ export function ModelsSection() {
                       <button
                         type="button"
                         className="secondary small"
-                        disabled={busy}
+                        // The server keeps the default enabled (new chats get it).
+                        disabled={busy || (m.enabled && m.is_default)}
+                        title={
+                          m.enabled && m.is_default
+                            ? "The default model stays enabled: make another one the default first."
+                            : undefined
+                        }
                         aria-label={`${m.enabled ? "Disable" : "Enable"} ${m.model}`}
                         onClick={() => change(m, "enabled", { enabled: !m.enabled })}
                       >
                         {m.enabled ? "Disable" : "Enable"}
                       </button>
-                      {!m.is_default && (
+                      {!m.is_default && m.enabled && (
                         <button
                           type="button"
                           className="secondary small"
