@@ -94,6 +94,14 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByRole("button", { name: "Create admin" }).click();
 
     await desktop.getByRole("heading", { name: "Chats" }).waitFor();
+    // Signed in by an HttpOnly, SameSite=Strict cookie: no script of the page can read a token.
+    const session = (await desktop.context().cookies()).find((c) => c.name === "tether_session");
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict" });
+    await expect(
+      desktop.evaluate<string>(
+        "JSON.stringify([document.cookie, sessionStorage.length, localStorage.length])",
+      ),
+    ).resolves.toBe(JSON.stringify(["", 0, 0]));
 
     // Point it at the model: the fake OpenAI-compatible server, made the default.
     await desktop.getByRole("link", { name: "Admin" }).click();
@@ -246,6 +254,15 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await phone.getByRole("link", { name: "Usage" }).click();
     await phone.getByTestId("usage-total").waitFor();
     await shot(phone, "usage-phone");
+
+    // Signing out ends the session on the server: the old cookie opens nothing.
+    const cookie = (await phone.context().cookies()).find((c) => c.name === "tether_session")!;
+    await phone.getByRole("button", { name: "Sign out" }).click();
+    await phone.getByRole("heading", { name: "Sign in to Tether" }).waitFor();
+    const me = await fetch(`${server.url}/api/v1/me`, {
+      headers: { cookie: `tether_session=${cookie.value}` },
+    });
+    expect(me.status).toBe(401);
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
