@@ -1,6 +1,6 @@
 // What a tool batch commits, shared by generation and interrupt: one result message per call
-// in call order, then one usage record billing the union of the billable intervals (CHATD.md
-// 5, 9). And the tool call age the contract's headers carry, from the database clock.
+// in call order, each with its own execution time when it ran, then one usage record billing
+// the union of the billable intervals (CHATD.md 5, 9). And the tool call age the contract's headers carry, from the database clock.
 
 import { unionMs, type Interval } from "./billing.ts";
 import type { Queryable } from "./db/index.ts";
@@ -16,15 +16,22 @@ export async function toolCallAgeMs(q: Queryable, messageId: string): Promise<nu
   return r.rows[0]?.age_ms ?? 0;
 }
 
+/**
+ * `intervals[i]` is call i's billable execution interval, undefined when nothing ran. A result
+ * message's runtime is its call's own time (what the UI shows on its card); only the usage
+ * record's, the union, is billed, so parallel calls are not counted twice.
+ */
 export function batchMessages(
   calls: ToolCallPart[],
   results: ToolResult[],
   budgetBytes: number,
-  billed: Interval[],
+  intervals: (Interval | undefined)[],
 ): NewMessage[] {
+  const billed = intervals.filter((iv): iv is Interval => iv !== undefined);
   const messages: NewMessage[] = calls.map((call, i) => ({
     role: "tool",
     visibility: "both",
+    runtimeMs: intervals[i] ? Math.max(0, Math.round(intervals[i].end - intervals[i].start)) : 0,
     content: [
       {
         type: "tool-result",

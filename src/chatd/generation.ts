@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
-import { costMicros, type Interval, type ModelPrices } from "./billing.ts";
+import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import {
@@ -215,14 +215,11 @@ async function runBatch(
       return outcome;
     }),
   );
-  const billed: Interval[] = outcomes
-    .filter((o) => o.billable)
-    .map((o) => ({ start: o.startedAt, end: o.endedAt }));
   const messages = batchMessages(
     calls,
     outcomes.map((o) => o.result),
     deps.toolResultBudgetBytes,
-    billed,
+    outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
   await commitStep(deps.db, fence, messages);
   deps.buffer.end(chat.id);

@@ -84,7 +84,7 @@ function partialAssistant(
       calls,
       calls.map((c) => unsentResult(c.toolName)),
       deps.toolResultBudgetBytes,
-      [],
+      calls.map(() => undefined),
     ),
   ];
 }
@@ -111,19 +111,14 @@ async function cancelBatch(
   );
   // Without this replica's live stamps of the batch, it bills nothing (CHATD.md 9).
   const stamps = deps.buffer.batch(chat.id, fence.historyVersion);
-  const billed: Interval[] = [];
-  if (stamps) {
-    open.calls.forEach((call, i) => {
-      const s = stamps.get(call.toolCallId);
-      if (!s) return; // never started on this replica
-      if (s.endedAt !== undefined) {
-        if (s.billable === true) billed.push({ start: s.startedAt, end: s.endedAt });
-      } else if (started[i]) {
-        billed.push({ start: s.startedAt, end: interruptedAt });
-      }
-    });
-  }
-  return batchMessages(open.calls, results, deps.toolResultBudgetBytes, billed);
+  const intervals = open.calls.map((call, i): Interval | undefined => {
+    const s = stamps?.get(call.toolCallId);
+    if (!s) return undefined; // never started on this replica
+    if (s.endedAt !== undefined)
+      return s.billable === true ? { start: s.startedAt, end: s.endedAt } : undefined;
+    return started[i] ? { start: s.startedAt, end: interruptedAt } : undefined;
+  });
+  return batchMessages(open.calls, results, deps.toolResultBudgetBytes, intervals);
 }
 
 async function resultFor(

@@ -38,6 +38,13 @@ async function runningCount(agent: TestAgent): Promise<number> {
   return (await agent.client.listProcesses()).processes.filter((p) => p.running).length;
 }
 
+/** The runtime of each tool result message, in call order. */
+function resultRuntimes(history: ChatMessage[]): number[] {
+  return history
+    .filter((m) => m.content.some((p) => p.type === "tool-result"))
+    .map((m) => m.runtimeMs);
+}
+
 describeDatabases("tool batch billing", (db) => {
   it("two calls of 10 s and 60 s in parallel bill 60 s for 2 calls", async () => {
     const clock = new ManualClock();
@@ -59,6 +66,8 @@ describeDatabases("tool batch billing", (db) => {
     ]);
     const record = history.find((m) => m.content.some((p) => p.type === "tool-batch-usage"));
     expect(record).toMatchObject({ runtimeMs: 60_000, visibility: "model" });
+    // Each result shows its own call's time; only the record's union is billed.
+    expect(resultRuntimes(history)).toEqual([10_000, 60_000]);
   });
 
   it("interrupted: a call completed at 3 s plus one running until the interrupt at 7 s bill 7 s", async () => {
@@ -79,6 +88,7 @@ describeDatabases("tool batch billing", (db) => {
     expect(usage(history)).toEqual([
       { type: "tool-batch-usage", billed_ms: 7_000, billed_calls: 2 },
     ]);
+    expect(resultRuntimes(history)).toEqual([3_000, 7_000]);
   });
 
   it("a batch this replica never ran (taken over after a crash) bills nothing when interrupted", async () => {

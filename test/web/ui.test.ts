@@ -151,7 +151,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByRole("button", { name: "Interrupt" }).click();
     await card.and(desktop.locator('[data-state="canceled"]')).waitFor();
     await expect(card.locator(".tool-state").textContent()).resolves.toMatch(
-      /canceled by the user/,
+      /^canceled by the user · ran [1-9][\d.]* (ms|s)$/, // billed until the interrupt
     );
     await expect(card.locator(".output").textContent()).resolves.toContain("early");
     await desktop.getByText("The queued message ran.").waitFor();

@@ -136,6 +136,8 @@ function ToolCard(p: {
   name: string;
   args: unknown;
   result?: Result;
+  /** The call's execution time, from its result message. */
+  runtimeMs?: number | undefined;
   live?: CallLive;
 }) {
   const [cls, label] = callState(p.result, p.live?.state);
@@ -145,12 +147,9 @@ function ToolCard(p: {
   const liveOut = useProcessOutput(p.chatId, p.live?.process_id, running);
   const output =
     typeof r.output === "string" ? r.output : running ? (liveOut?.output ?? "") : undefined;
-  const ran =
-    typeof r.wall_duration_ms === "number"
-      ? r.wall_duration_ms
-      : typeof r.run_age_ms === "number"
-        ? r.run_age_ms
-        : undefined;
+  // The call's own execution time, as the server stamped it (its batch is billed once, as
+  // the union of its calls' times).
+  const ran = p.runtimeMs;
   return (
     <article className={`tool ${cls}`} data-testid="tool-card" data-state={cls}>
       <header>
@@ -159,7 +158,12 @@ function ToolCard(p: {
       </header>
       <p className="tool-state" role="status">
         {label}
-        {ran !== undefined && <span className="muted"> · ran {seconds(ran)}</span>}
+        {ran !== undefined && ran > 0 && (
+          <span className="muted" title="execution time, billed once per batch of parallel calls">
+            {" "}
+            · ran {seconds(ran)}
+          </span>
+        )}
       </p>
       {typeof r.note === "string" && <p className="note">{r.note}</p>}
       {typeof r.detail === "string" && <p className="note">{r.detail}</p>}
@@ -333,10 +337,11 @@ export function ChatView({ id }: { id: string }) {
     return () => window.removeEventListener("keydown", onEsc);
   }, [busy, editing]);
 
-  const results = new Map<string, Result>();
+  const results = new Map<string, { result: Result; runtimeMs?: number }>();
   for (const m of messages)
     for (const p of m.parts)
-      if (p.type === "tool-result") results.set(p.tool_call_id, p.result as Result);
+      if (p.type === "tool-result")
+        results.set(p.tool_call_id, { result: p.result as Result, runtimeMs: m.runtime_ms });
 
   const renderPart = (p: Part, i: number) => {
     switch (p.type) {
@@ -360,7 +365,8 @@ export function ChatView({ id }: { id: string }) {
             chatId={id}
             name={p.tool_name}
             args={p.args}
-            result={results.get(p.tool_call_id)}
+            result={results.get(p.tool_call_id)?.result}
+            runtimeMs={results.get(p.tool_call_id)?.runtimeMs}
             live={toolLive[p.tool_call_id]}
           />
         );
