@@ -4,76 +4,40 @@
 // its revocation, workspaces with their health, and the audit log of all that. Screenshots of
 // every section at desktop and phone size go to test-artifacts/web/admin-*.png.
 
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { afterEach, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import {
+  CHROMIUM,
+  html,
+  launchBrowser,
+  openPage,
+  PHONE,
+  shot as saveShot,
+  useCleanups,
+} from "../support/browser.ts";
 import { startServerProcess } from "../support/server.ts";
 
-const CHROMIUM = [
-  process.env.TETHER_TEST_CHROMIUM,
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-]
-  .filter((p): p is string => p !== undefined && p !== "")
-  .find((p) => existsSync(p));
-if (CHROMIUM === undefined)
-  console.warn("test/web: skipped, no chromium found (apt-get install -y chromium)");
-
-const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/web");
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
 const PASSWORD = "correct horse battery";
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  const failed: unknown[] = [];
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch((e: unknown) => failed.push(e));
-  if (failed.length > 0) throw failed[0];
-}, 30_000);
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `admin-${name}.png`), fullPage: true });
-}
-
-/** Page errors and console errors (a failed request is the page's to show, not an error). */
-function watchErrors(page: Page, errors: string[]): void {
-  page.on("pageerror", (e) => errors.push(e.stack ?? e.message));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource"))
-      errors.push(m.text());
-  });
-}
-
-const html = (page: Page) => page.evaluate<string>("document.documentElement.outerHTML");
+const cleanup = useCleanups();
+const shot = (page: Page, name: string) => saveShot(page, `admin-${name}`);
 
 describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
   it("models, users, tokens, workspaces and the audit log, at desktop and phone size", async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-admin-"));
-    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    cleanup(() => rm(home, { recursive: true, force: true }));
     const server = await startServerProcess(
       ["--data-dir", path.join(home, "data"), "--workspace-dir", home, "--model", "demo"],
       home,
-      (fn) => cleanups.push(fn),
+      cleanup,
     );
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
-    cleanups.push(() => browser.close());
-    const page = await browser.newPage({ viewport: DESKTOP });
-    page.setDefaultTimeout(20_000);
+    const browser = await launchBrowser(cleanup);
     const errors: string[] = [];
-    watchErrors(page, errors);
-    cleanups.push(() => shot(page, "last-desktop").catch(() => undefined));
+    const page = await openPage(browser, "desktop", errors);
+    cleanup(() => shot(page, "last-desktop").catch(() => undefined));
     // Every JSON answer of the API the page received, to search for the key afterwards.
     const bodies: Promise<string>[] = [];
     page.on("response", (r) => {
@@ -253,10 +217,8 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     for (const a of answers) expect(a).not.toContain(KEY);
 
     // A phone: sign in, then every section again, never wider than the screen.
-    const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
-    phone.setDefaultTimeout(20_000);
-    watchErrors(phone, errors);
-    cleanups.push(() => shot(phone, "last-phone").catch(() => undefined));
+    const phone = await openPage(browser, "phone", errors);
+    cleanup(() => shot(phone, "last-phone").catch(() => undefined));
     await phone.goto(server.url);
     await phone.getByLabel("Email").fill("owner@example.com");
     await phone.getByLabel("Password").fill(PASSWORD);

@@ -6,51 +6,22 @@
 // test-artifacts/web/ (the admin pages' are admin.test.ts's).
 
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { CHROMIUM, launchBrowser, openPage, PHONE, shot, useCleanups } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
 import { startServerProcess } from "../support/server.ts";
 
-const CHROMIUM = [
-  process.env.TETHER_TEST_CHROMIUM,
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-]
-  .filter((p): p is string => p !== undefined && p !== "")
-  .find((p) => existsSync(p));
-if (CHROMIUM === undefined)
-  console.warn("test/web: skipped, no chromium found (apt-get install -y chromium)");
-
-const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/web");
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  // Every cleanup runs even when one fails: a server left running outlives the test run.
-  const failed: unknown[] = [];
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch((e: unknown) => failed.push(e));
-  if (failed.length > 0) throw failed[0];
-}, 30_000);
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
+const cleanup = useCleanups();
 
 describe.skipIf(CHROMIUM === undefined)("web UI", () => {
   it("setup, a tool call that runs and is interrupted from the UI, and the usage page", async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
     const fake = await startFakeProvider();
-    cleanups.push(() => fake.close());
+    cleanup(() => fake.close());
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-"));
-    cleanups.push(() => rm(home, { recursive: true, force: true }));
+    cleanup(() => rm(home, { recursive: true, force: true }));
     fake.script({
       text: "Running it.",
       toolCalls: [
@@ -64,26 +35,14 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     const server = await startServerProcess(
       ["--data-dir", path.join(home, "data"), "--workspace-dir", home],
       home,
-      (fn) => cleanups.push(fn),
+      cleanup,
     );
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
-    cleanups.push(() => browser.close());
-    const desktop = await browser.newPage({ viewport: DESKTOP });
-    desktop.setDefaultTimeout(20_000);
+    const browser = await launchBrowser(cleanup);
     const pageErrors: string[] = [];
-    desktop.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
-    desktop.on("console", (m) => {
-      // A failed request is the page's to show (the audit log's 404 says "not available").
-      if (m.type() === "error" && !m.text().startsWith("Failed to load resource"))
-        pageErrors.push(m.text());
-    });
+    const desktop = await openPage(browser, "desktop", pageErrors);
     // A failure's screenshot shows what the page showed instead.
-    cleanups.push(() => shot(desktop, "last-desktop").catch(() => undefined));
+    cleanup(() => shot(desktop, "last-desktop").catch(() => undefined));
 
     // Setup: no user exists yet.
     await desktop.goto(server.url);
@@ -232,9 +191,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await expect(card.locator(".output").textContent()).resolves.toContain("esc");
 
     // A phone: sign in (the user exists now), then every screen again.
-    const phone = await browser.newPage({ viewport: PHONE, isMobile: true, hasTouch: true });
-    phone.setDefaultTimeout(20_000);
-    phone.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+    const phone = await openPage(browser, "phone", pageErrors);
     await phone.goto(server.url);
     await phone.getByRole("heading", { name: "Sign in to Tether" }).waitFor();
     await shot(phone, "signin-phone");
