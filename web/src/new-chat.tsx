@@ -1,11 +1,12 @@
 // A new chat: the first message, the model (among the enabled ones) and the workspace to run
 // in. The chat is created with its message in one request, titled by the message's first line.
 
-import { useEffect, useState, type FormEvent, type KeyboardEvent } from "react";
+import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { ModelView, WorkspaceView } from "../../src/api/views.ts";
 import { api } from "./api.ts";
 import type { Chat } from "./types.ts";
 import { navigate } from "./router.ts";
+import { useApi } from "./widgets.tsx";
 
 const TITLE_CHARS = 80;
 
@@ -20,26 +21,15 @@ export function titleOf(text: string): string {
 }
 
 export function NewChat() {
-  const [models, setModels] = useState<ModelView[]>();
-  const [workspaces, setWorkspaces] = useState<WorkspaceView[]>();
+  // Empty selections mean "the default" (the server's choice), so the page works before
+  // these lists answer, or if they fail.
+  const models = useApi<{ models: ModelView[] }>("/models").data?.models.filter((m) => m.enabled);
+  const workspaces = useApi<{ workspaces: WorkspaceView[] }>("/workspaces").data?.workspaces;
   const [modelId, setModelId] = useState("");
   const [workspaceId, setWorkspaceId] = useState("");
   const [text, setText] = useState("");
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
-
-  useEffect(() => {
-    // Empty selections mean "the default" (the server's choice), so the page works before
-    // these lists answer.
-    api<{ models: ModelView[] }>("GET", "/models").then(
-      (r) => setModels(r.models.filter((m) => m.enabled)),
-      (e: Error) => setError(e.message),
-    );
-    api<{ workspaces: WorkspaceView[] }>("GET", "/workspaces").then(
-      (r) => setWorkspaces(r.workspaces),
-      (e: Error) => setError(e.message),
-    );
-  }, []);
 
   const create = async (e?: FormEvent) => {
     e?.preventDefault();

@@ -3,9 +3,10 @@
 // and the live output of a running command, which the tool cards show. Both poll the API: the
 // agent keeps a process's output, not a stream of it.
 
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { ProcessInfo, ProcessOutputResponse } from "../../src/contract/types.ts";
 import { api } from "./api.ts";
+import { ErrorNote, useApi } from "./widgets.tsx";
 
 /** How often a running process's output, and the process list, are read again. */
 const POLL_MS = 1000;
@@ -146,33 +147,25 @@ export function ProcessPanel({
   busy: boolean;
   refresh: unknown;
 }) {
-  const [processes, setProcesses] = useState<ProcessInfo[]>();
-  const [error, setError] = useState<string>();
-  const [tick, setTick] = useState(0);
+  // In the server's order: running ones first, then the newest.
+  const list = useApi<{ processes: ProcessInfo[] }>(`/chats/${chatId}/processes`);
+  const processes = list.data?.processes;
+  const { reload } = list;
   const [open] = useState(() => window.matchMedia("(min-width: 900px)").matches);
 
+  const first = useRef(true);
   useEffect(() => {
-    let stopped = false;
-    api<{ processes: ProcessInfo[] }>("GET", `/chats/${chatId}/processes`).then(
-      (r) => {
-        if (stopped) return;
-        // The server's order: running ones first, then the newest.
-        setProcesses(r.processes);
-        setError(undefined);
-      },
-      (e: Error) => !stopped && setError(e.message),
-    );
-    return () => {
-      stopped = true;
-    };
-  }, [chatId, refresh, tick]);
+    // The first read is useApi's own; later changes of `refresh` read again.
+    if (first.current) first.current = false;
+    else reload();
+  }, [refresh, reload]);
 
   const poll = busy || (processes?.some((p) => p.running) ?? false);
   useEffect(() => {
     if (!poll) return;
-    const t = setInterval(() => setTick((n) => n + 1), POLL_MS * 2);
+    const t = setInterval(reload, POLL_MS * 2);
     return () => clearInterval(t);
-  }, [poll]);
+  }, [poll, reload]);
 
   return (
     <aside className="panel" aria-label="Workspace">
@@ -181,20 +174,15 @@ export function ProcessPanel({
           Processes
           {processes !== undefined && ` (${processes.filter((p) => p.running).length} running)`}
         </summary>
-        {error && <p className="error">{error}</p>}
+        {list.error !== undefined && <ErrorNote error={list.error} />}
         {processes === undefined ? (
-          !error && <p className="muted">Loading…</p>
+          list.error === undefined && <p className="muted">Loading…</p>
         ) : processes.length === 0 ? (
           <p className="muted">No processes in this chat&apos;s workspace.</p>
         ) : (
           <ul className="processes">
             {processes.map((p) => (
-              <ProcessRow
-                key={p.id}
-                chatId={chatId}
-                p={p}
-                onChanged={() => setTick((n) => n + 1)}
-              />
+              <ProcessRow key={p.id} chatId={chatId} p={p} onChanged={reload} />
             ))}
           </ul>
         )}
