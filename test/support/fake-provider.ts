@@ -21,6 +21,8 @@ export interface FakeToolCall {
 
 /** One model response. */
 export interface FakeStep {
+  /** Reasoning streamed first (`reasoning_content`, as DeepSeek, vLLM and others send it). */
+  reasoning?: string;
   /** Text streamed before any tool call, a word a chunk. */
   text?: string;
   /** Tool calls, streamed one after the other, each call's arguments in several chunks. */
@@ -108,7 +110,8 @@ function pieces(text: string, count: number): string[] {
 }
 
 function usageOf(step: FakeStep, request: FakeChatRequest) {
-  const out = (step.text ?? "") + (step.toolCalls ?? []).map(argumentsOf).join("");
+  const out =
+    (step.reasoning ?? "") + (step.text ?? "") + (step.toolCalls ?? []).map(argumentsOf).join("");
   const u = step.usage ?? {
     prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
     completion_tokens: Math.max(1, Math.ceil(out.length / 4)),
@@ -121,6 +124,9 @@ function deltas(step: FakeStep, ids: string[]): { delta: Chunk; finish: string |
   const out: { delta: Chunk; finish: string | null }[] = [
     { delta: { role: "assistant", content: "" }, finish: null },
   ];
+  for (const word of step.reasoning?.match(/\s*\S+\s*/g) ?? []) {
+    out.push({ delta: { reasoning_content: word }, finish: null });
+  }
   for (const word of step.text?.match(/\s*\S+\s*/g) ?? []) {
     out.push({ delta: { content: word }, finish: null });
   }
@@ -183,6 +189,7 @@ async function jsonAnswer(
   const message = {
     role: "assistant",
     content: step.text ?? null,
+    ...(step.reasoning !== undefined && { reasoning_content: step.reasoning }),
     refusal: null,
     ...(toolCalls.length > 0 && { tool_calls: toolCalls }),
   };

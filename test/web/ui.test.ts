@@ -23,6 +23,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-"));
     cleanup(() => rm(home, { recursive: true, force: true }));
     fake.script({
+      reasoning: "The user wants the slow command run.",
       text: "Running it.",
       toolCalls: [
         {
@@ -88,6 +89,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await expect(card.locator(".tool-subject").textContent()).resolves.toBe("echo early; sleep 30");
     // The command's output shows while it runs.
     await card.locator(".output").filter({ hasText: "early" }).waitFor();
+    await expect(desktop.locator(".reasoning").textContent()).resolves.toContain(
+      "The user wants the slow command run.",
+    );
     await expect(card.locator("summary").textContent()).resolves.toContain("(live)");
     // The workspace panel lists it as running as soon as it starts.
     await desktop
