@@ -54,7 +54,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     await page.getByLabel("Name").fill("Ada Admin");
     await page.getByLabel("Email").fill("owner@example.com");
     await page.getByLabel("Password").fill(PASSWORD);
-    await page.getByRole("button", { name: "Create admin" }).click();
+    await page.getByRole("button", { name: "Create owner" }).click();
     await page.getByRole("heading", { name: "Chats" }).waitFor();
 
     // Models: the demo model is there; a bad one is refused with the field named.

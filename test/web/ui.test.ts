@@ -51,7 +51,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await shot(desktop, "setup-desktop");
     await desktop.getByLabel("Email").fill("admin@example.com");
     await desktop.getByLabel("Password").fill("correct horse battery");
-    await desktop.getByRole("button", { name: "Create admin" }).click();
+    await desktop.getByRole("button", { name: "Create owner" }).click();
 
     await desktop.getByRole("heading", { name: "Chats" }).waitFor();
     // Signed in by an HttpOnly, SameSite=Strict cookie: no script of the page can read a token.
@@ -82,6 +82,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     await desktop.getByRole("link", { name: "Chats" }).click();
     await desktop.getByRole("button", { name: "New chat" }).click();
     await desktop.getByLabel("Message").fill("run the slow command");
+    await shot(desktop, "new-chat-desktop");
     await desktop.getByLabel("Message").press("Enter");
 
     const card = desktop.getByTestId("tool-card");

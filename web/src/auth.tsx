@@ -38,7 +38,12 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
   return (
     <main className="page narrow">
       <h1>{setup ? "Set up Tether" : "Sign in to Tether"}</h1>
-      {setup && <p>No user exists yet: create the first one, an admin.</p>}
+      {setup && (
+        <p>
+          No user exists yet: create the first one, the owner, who runs users, models and
+          workspaces.
+        </p>
+      )}
       <form className="stack" onSubmit={(e) => void submit(e)}>
         {setup && (
           <label>
@@ -72,7 +77,7 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
           </p>
         )}
         <button type="submit" disabled={busy}>
-          {setup ? "Create admin" : "Sign in"}
+          {setup ? "Create owner" : "Sign in"}
         </button>
       </form>
     </main>
