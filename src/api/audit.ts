@@ -23,6 +23,7 @@ export type AuditAction =
   | "model.delete"
   | "workspace.create"
   | "workspace.update"
+  | "workspace.delete"
   | "chat.create"
   | "chat.interrupt"
   | "chat.edit"

@@ -80,6 +80,11 @@ export const ROUTES: Record<string, RouteDoc> = {
     params: IdParams,
     body: WorkspacePatch,
   },
+  "DELETE /api/v1/workspaces/:id": {
+    summary: "Delete a workspace (not while a chat runs in it)",
+    status: 204,
+    params: IdParams,
+  },
   "POST /api/v1/models": { summary: "Add a model (admin)", status: 201, body: NewModelBody },
   "GET /api/v1/models": { summary: "List models", status: 200 },
   "PATCH /api/v1/models/:id": {

@@ -69,6 +69,56 @@ describeDatabases("workspaces", (db) => {
     expect(chat.status).toBe(404);
   });
 
+  it("a workspace is deleted by its owner or an admin, never while a chat runs in it, and audited", async () => {
+    const create = async (token: string, name: string) => {
+      const r = await api.request("POST", "/api/v1/workspaces", {
+        token,
+        body: { name, agent_url: "http://127.0.0.1:1" },
+      });
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    const mine = await create(api.memberToken, "mine");
+    const theirs = await create(api.adminToken, "theirs");
+    const del = (token: string, id: string) =>
+      api.request("DELETE", `/api/v1/workspaces/${id}`, { token });
+
+    expect((await del(api.memberToken, theirs)).status).toBe(404);
+    // A message starts the chat (no worker here: it stays running).
+    const chat = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { workspace_id: mine, message: "go" },
+    });
+    expect(chat.body).toMatchObject({ status: "running", workspace_id: mine });
+    const busy = await del(api.memberToken, mine);
+    expect(busy.status).toBe(409);
+    expect(busy.body.message).toBe("1 chat is running in this workspace.");
+    expect(
+      (await api.request("GET", `/api/v1/workspaces/${mine}`, { token: api.memberToken })).status,
+    ).toBe(200);
+
+    await db().query("UPDATE chats SET status = 'waiting' WHERE id = $1", [chat.body.id]);
+    expect((await del(api.memberToken, mine)).status).toBe(204);
+    expect(
+      (await api.request("GET", `/api/v1/workspaces/${mine}`, { token: api.memberToken })).status,
+    ).toBe(404);
+    // The chat keeps its history, without a workspace.
+    const after = await api.request("GET", `/api/v1/chats/${chat.body.id}`, {
+      token: api.memberToken,
+    });
+    expect(after.body.workspace_id).toBeNull();
+    expect((await del(api.adminToken, theirs)).status).toBe(204);
+
+    const audit = await api.request("GET", "/api/v1/audit", { token: api.adminToken });
+    const deletes = (audit.body.entries as { action: string; user_id: string; target: string }[])
+      .filter((e) => e.action === "workspace.delete")
+      .map((e) => [e.user_id, e.target]);
+    expect(deletes).toEqual([
+      [api.adminId, theirs],
+      [api.memberId, mine],
+    ]);
+  });
+
   it("bad input is a 400 naming the field", async () => {
     const url = await api.request("POST", "/api/v1/workspaces", {
       token: api.memberToken,

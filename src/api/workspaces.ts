@@ -164,4 +164,40 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     health.forget(id);
     return workspaceView(row);
   });
+
+  // Its owner (or an admin or owner) deletes a workspace, unless a chat is running in it. Chats
+  // that used it keep their history; their later tool calls answer that the chat has no
+  // workspace. The server's local workspace comes back at the server's next start.
+  app.delete("/api/v1/workspaces/:id", async (request, reply) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    await ctx.db.transaction(async (tx) => {
+      const r = await tx.query("SELECT * FROM workspaces WHERE id = $1 FOR UPDATE", [id]);
+      const row = r.rows[0];
+      if (!row || !canSeeWorkspace(user, row)) throw notFound("Workspace", id);
+      if (!isStaff(user) && row.owner_id !== user.id)
+        throw new ApiError(403, "Only its owner or an admin deletes a workspace.");
+      const busy = await tx.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM chats WHERE workspace_id = $1 AND status IN ('running', 'interrupting')",
+        [id],
+      );
+      const n = busy.rows[0]!.n;
+      if (n > 0) {
+        throw new ApiError(
+          409,
+          `${n} chat${n === 1 ? " is" : "s are"} running in this workspace.`,
+          "Interrupt them or wait for them to finish, then delete it.",
+        );
+      }
+      await tx.query("DELETE FROM workspaces WHERE id = $1", [id]);
+      await audit(tx, request, {
+        userId: user.id,
+        action: "workspace.delete",
+        target: id,
+        details: { name: row.name },
+      });
+    });
+    health.forget(id);
+    return reply.code(204).send();
+  });
 }

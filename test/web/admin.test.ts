@@ -179,6 +179,10 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     await expect(dead.textContent()).resolves.toContain("everyone (shared)");
     expect(await html(page)).not.toContain("agent-secret-123");
     await shot(page, "workspaces-desktop");
+    await dead.getByRole("button", { name: "Delete dead box" }).click();
+    await dead.getByRole("button", { name: "Delete workspace" }).click();
+    await dead.waitFor({ state: "detached" });
+    await local.waitFor();
 
     // Delete the model (asked first), then the audit log has all of it.
     await page.getByRole("link", { name: "Models" }).click();
@@ -200,6 +204,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
       "token.revoke",
       "workspace.create",
       "workspace.update",
+      "workspace.delete",
     ])
       expect(actions).toContain(a);
     const roleRow = page.getByTestId("audit-row").filter({ hasText: "user.role" });

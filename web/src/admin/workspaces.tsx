@@ -11,7 +11,16 @@ import type {
   WorkspaceHealth,
   WorkspaceView,
 } from "../types.ts";
-import { duration, ErrorNote, TableBox, text, useAction, useApi, When } from "../widgets.tsx";
+import {
+  ConfirmButton,
+  duration,
+  ErrorNote,
+  TableBox,
+  text,
+  useAction,
+  useApi,
+  When,
+} from "../widgets.tsx";
 
 function Health({ h }: { h: WorkspaceHealth | undefined }) {
   if (h === undefined) return <span className="muted">not checked</span>;
@@ -99,17 +108,36 @@ export function WorkspacesSection() {
                         : "its owner"}
                   </td>
                   <td className="actions-cell">
-                    {w.owner_id !== null && (
-                      <button
-                        type="button"
-                        className="secondary small"
+                    <span className="actions">
+                      {w.owner_id !== null && (
+                        <button
+                          type="button"
+                          className="secondary small"
+                          disabled={action.busy === w.id}
+                          aria-label={`${w.shared ? "Unshare" : "Share"} ${w.name}`}
+                          onClick={() => share(w)}
+                        >
+                          {w.shared ? "Unshare" : "Share"}
+                        </button>
+                      )}
+                      <ConfirmButton
+                        label="Delete"
+                        accessibleLabel={`Delete ${w.name}`}
+                        prompt={
+                          w.owner_id === null
+                            ? `Delete ${w.name}? The server adds it back at its next start.`
+                            : `Delete ${w.name}?`
+                        }
+                        confirmLabel="Delete workspace"
                         disabled={action.busy === w.id}
-                        aria-label={`${w.shared ? "Unshare" : "Share"} ${w.name}`}
-                        onClick={() => share(w)}
-                      >
-                        {w.shared ? "Unshare" : "Share"}
-                      </button>
-                    )}
+                        onConfirm={() =>
+                          void action.run(w.id, async () => {
+                            await api("DELETE", `/workspaces/${w.id}`);
+                            reload();
+                          })
+                        }
+                      />
+                    </span>
                   </td>
                 </tr>
               ))}
