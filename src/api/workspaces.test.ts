@@ -90,6 +90,7 @@ describeDatabases("workspaces", (db) => {
       body: { workspace_id: mine, message: "go" },
     });
     expect(chat.body).toMatchObject({ status: "running", workspace_id: mine });
+    const chatId = chat.body.id as string;
     const busy = await del(api.memberToken, mine);
     expect(busy.status).toBe(409);
     expect(busy.body.message).toBe("1 chat is running in this workspace.");
@@ -97,13 +98,13 @@ describeDatabases("workspaces", (db) => {
       (await api.request("GET", `/api/v1/workspaces/${mine}`, { token: api.memberToken })).status,
     ).toBe(200);
 
-    await db().query("UPDATE chats SET status = 'waiting' WHERE id = $1", [chat.body.id]);
+    await db().query("UPDATE chats SET status = 'waiting' WHERE id = $1", [chatId]);
     expect((await del(api.memberToken, mine)).status).toBe(204);
     expect(
       (await api.request("GET", `/api/v1/workspaces/${mine}`, { token: api.memberToken })).status,
     ).toBe(404);
     // The chat keeps its history, without a workspace.
-    const after = await api.request("GET", `/api/v1/chats/${chat.body.id}`, {
+    const after = await api.request("GET", `/api/v1/chats/${chatId}`, {
       token: api.memberToken,
     });
     expect(after.body.workspace_id).toBeNull();
