@@ -330,10 +330,11 @@ describeDatabases("accounts", (db) => {
     const token = made.body.token as string;
     expect((await api.request("GET", "/api/v1/me", { token })).status).toBe(200);
     const list = await api.request("GET", "/api/v1/tokens", { token: api.memberToken });
-    const session = (list.body.tokens as { id: string; kind: string }[]).find(
-      (t) => t.kind === "session",
-    )!;
+    const tokens = list.body.tokens as { id: string; kind: string; current: boolean }[];
+    const session = tokens.find((t) => t.kind === "session")!;
     expect(session).toBeDefined();
+    // The list says which token it was asked with: the member's login (a session).
+    expect(tokens.filter((t) => t.current).map((t) => t.id)).toEqual([session.id]);
     expect(
       (
         await api.request("DELETE", `/api/v1/tokens/${made.body.id as string}`, {

@@ -30,12 +30,12 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.get("/api/v1/tokens", async (request) => {
-    const { user } = caller(request);
+    const { user, tokenId } = caller(request);
     const r = await ctx.db.query(
       "SELECT id, name, kind, created_at, last_used_at FROM api_tokens WHERE user_id = $1 ORDER BY created_at, id",
       [user.id],
     );
-    return { tokens: r.rows.map(tokenView) };
+    return { tokens: r.rows.map((row) => tokenView(row, tokenId)) };
   });
 
   app.delete("/api/v1/tokens/:id", async (request, reply) => {

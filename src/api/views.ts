@@ -177,15 +177,18 @@ export interface TokenView {
   kind: "api" | "session";
   created_at: string;
   last_used_at: string | null;
+  /** The token the request that lists them came with (this browser's session, say). */
+  current: boolean;
 }
 
-export function tokenView(r: Record<string, unknown>): TokenView {
+export function tokenView(r: Record<string, unknown>, currentTokenId: string): TokenView {
   return {
     id: r.id as string,
     name: r.name as string,
     kind: r.kind as TokenView["kind"],
     created_at: (r.created_at as Date).toISOString(),
     last_used_at: (r.last_used_at as Date | null)?.toISOString() ?? null,
+    current: r.id === currentTokenId,
   };
 }
 

@@ -27,7 +27,9 @@ function TokenTable(p: {
       <tbody>
         {p.tokens.map((t) => (
           <tr key={t.id} data-testid="token-row">
-            <th scope="row">{t.name}</th>
+            <th scope="row">
+              {t.name} {t.current && <span className="badge ok">this browser</span>}
+            </th>
             <td data-label="Created">
               <When iso={t.created_at} />
             </td>
