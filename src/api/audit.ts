@@ -27,6 +27,7 @@ export type AuditAction =
   | "chat.create"
   | "chat.interrupt"
   | "chat.edit"
+  | "chat.unqueue"
   | "process.signal";
 
 export interface AuditEntry {

@@ -117,6 +117,45 @@ describeDatabases("chats", (db) => {
     expect(got.body.status).toBe("running");
   });
 
+  it("the queue lists waiting messages in run order; its owner takes one back, nobody else can", async () => {
+    const chat = await createChat(api.memberToken, { message: "running" });
+    const id = chat.id as string;
+    const send = (text: string) =>
+      api.request("POST", `/api/v1/chats/${id}/messages`, {
+        token: api.memberToken,
+        body: { text },
+      });
+    await send("two");
+    await send("three");
+    const list = async (token: string) => {
+      const r = await api.request("GET", `/api/v1/chats/${id}/queue`, { token });
+      expect(r.status).toBe(200);
+      return r.body.messages as { id: string; parts: unknown; created_by: string }[];
+    };
+    const queued = await list(api.memberToken);
+    expect(queued.map((m) => [m.parts, m.created_by])).toEqual([
+      [[{ type: "text", text: "two" }], api.memberId],
+      [[{ type: "text", text: "three" }], api.memberId],
+    ]);
+    // Admins read it; they do not act in another's chat.
+    expect(await list(api.adminToken)).toEqual(queued);
+    const take = (token: string, queuedId: string) =>
+      api.request("DELETE", `/api/v1/chats/${id}/queue/${queuedId}`, { token });
+    expect((await take(api.adminToken, queued[0]!.id)).status).toBe(404);
+    expect((await take(api.memberToken, queued[0]!.id)).status).toBe(204);
+    expect((await take(api.memberToken, queued[0]!.id)).status).toBe(404);
+    expect((await list(api.memberToken)).map((m) => m.id)).toEqual([queued[1]!.id]);
+    const audit = await api.request("GET", "/api/v1/audit", { token: api.adminToken });
+    expect(audit.body.entries).toContainEqual(
+      expect.objectContaining({
+        action: "chat.unqueue",
+        user_id: api.memberId,
+        target: id,
+        details: { queued_id: queued[0]!.id },
+      }),
+    );
+  });
+
   it("interrupt answers 202 and the chat is interrupting; busy_behavior interrupt queues and interrupts", async () => {
     const a = await createChat(api.memberToken, { message: "go" });
     const r = await api.request("POST", `/api/v1/chats/${a.id as string}/interrupt`, {

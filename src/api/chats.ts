@@ -13,6 +13,8 @@ import {
   editMessage,
   interrupt,
   loadChat,
+  loadQueue,
+  removeQueued,
   sendMessage,
   type SendResult,
 } from "../chatd/transitions.ts";
@@ -20,7 +22,7 @@ import type { ApiContext } from "./app.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
-import { chatView, messageView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
+import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { findWorkspace } from "./workspaces.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
@@ -40,6 +42,8 @@ export const SendBody = z.object({
 export const EditBody = z.object({ text: MessageText });
 
 export const MessageParams = z.object({ id: Uuid, message_id: Int64String });
+
+export const QueuedParams = z.object({ id: Uuid, queued_id: Int64String });
 
 export const AfterQuery = z.object({ after_id: Int64String.optional() });
 
@@ -177,5 +181,28 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
       details: { status },
     });
     return reply.code(202).send({ status });
+  });
+
+  // The messages waiting to run, in the order they will (an edit in waiting first).
+  app.get("/api/v1/chats/:id/queue", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    await readableChat(ctx, user, id);
+    return { messages: (await loadQueue(ctx.db, id)).map(queuedView) };
+  });
+
+  // Its owner takes a queued message back before it runs (not an edit in waiting: 404).
+  app.delete("/api/v1/chats/:id/queue/:queued_id", async (request, reply) => {
+    const { user } = caller(request);
+    const { id, queued_id } = parse(QueuedParams, request.params, "path");
+    await ownedChat(ctx, user, id);
+    if (!(await removeQueued(ctx.db, id, queued_id))) throw notFound("Queued message", queued_id);
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.unqueue",
+      target: id,
+      details: { queued_id },
+    });
+    return reply.code(204).send();
   });
 }

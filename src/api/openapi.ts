@@ -8,7 +8,14 @@ import { z } from "zod";
 import type { ApiContext } from "./app.ts";
 import { AuditQuery } from "./audit.ts";
 import { LoginBody } from "./auth.ts";
-import { AfterQuery, EditBody, MessageParams, NewChatBody, SendBody } from "./chats.ts";
+import {
+  AfterQuery,
+  EditBody,
+  MessageParams,
+  NewChatBody,
+  QueuedParams,
+  SendBody,
+} from "./chats.ts";
 import { IdParams } from "./errors.ts";
 import { ModelPatch, NewModelBody } from "./models.ts";
 import { ProcessParams, SignalBody } from "./processes.ts";
@@ -123,6 +130,16 @@ export const ROUTES: Record<string, RouteDoc> = {
     summary: "Interrupt a chat",
     status: 202,
     params: IdParams,
+  },
+  "GET /api/v1/chats/:id/queue": {
+    summary: "The messages waiting to run in a chat",
+    status: 200,
+    params: IdParams,
+  },
+  "DELETE /api/v1/chats/:id/queue/:queued_id": {
+    summary: "Take a queued message back before it runs",
+    status: 204,
+    params: QueuedParams,
   },
   "GET /api/v1/chats/:id/stream": {
     summary: "A chat's event stream (text/event-stream)",

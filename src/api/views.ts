@@ -3,6 +3,7 @@
 // IDs stay decimal strings and the billing record never reaches a message's parts.
 
 import type { Chat } from "../chatd/chats.ts";
+import type { QueuedMessage } from "../chatd/transitions.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
@@ -213,5 +214,24 @@ export function auditEntryView(r: Record<string, unknown>): AuditEntryView {
     ip: (r.ip as string | null) ?? null,
     user_agent: (r.user_agent as string | null) ?? null,
     created_at: (r.created_at as Date).toISOString(),
+  };
+}
+
+/** A message waiting in a chat's queue (`edit_of`: the message it replaces, for an edit). */
+export interface QueuedView {
+  id: string;
+  parts: VisiblePart[];
+  created_by: string | null;
+  created_at: string;
+  edit_of: string | null;
+}
+
+export function queuedView(m: QueuedMessage): QueuedView {
+  return {
+    id: m.id,
+    parts: m.content.filter((p): p is VisiblePart => p.type !== "tool-batch-usage"),
+    created_by: m.createdBy,
+    created_at: m.createdAt.toISOString(),
+    edit_of: m.editOf,
   };
 }

@@ -238,6 +238,59 @@ export async function editMessage(
   });
 }
 
+/** A message waiting in a chat's queue: a message sent while busy, or an edit in waiting. */
+export interface QueuedMessage {
+  id: string;
+  content: MessagePart[];
+  createdBy: string | null;
+  createdAt: Date;
+  /** The message this one replaces when it runs (an edit), if it is one. */
+  editOf: string | null;
+}
+
+/** The chat's queue in the order it runs: an edit first (it interrupted the turn), then FIFO. */
+export async function loadQueue(q: Queryable, chatId: string): Promise<QueuedMessage[]> {
+  const r = await q.query<{
+    id: string;
+    content: MessagePart[];
+    created_by: string | null;
+    created_at: Date;
+    edit_of: string | null;
+  }>(
+    `SELECT id::text, content, created_by, created_at, edit_of::text FROM chat_queued_messages
+     WHERE chat_id = $1 ORDER BY edit_of IS NULL, id`,
+    [chatId],
+  );
+  return r.rows.map((m) => ({
+    id: m.id,
+    content: m.content,
+    createdBy: m.created_by,
+    createdAt: m.created_at,
+    editOf: m.edit_of,
+  }));
+}
+
+/**
+ * Takes a queued message out of the queue before it runs; false when it is not there (it ran
+ * already, or never was). An edit in waiting cannot be taken out: its interruption is under
+ * way and the history it discards is already decided.
+ */
+export async function removeQueued(
+  db: Database,
+  chatId: string,
+  queuedId: string,
+): Promise<boolean> {
+  return transition(db, chatId, async (l) => {
+    const r = await l.tx.query(
+      "DELETE FROM chat_queued_messages WHERE id = $1 AND chat_id = $2 AND edit_of IS NULL RETURNING id",
+      [queuedId, chatId],
+    );
+    if (r.rows.length === 0) return false;
+    await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [chatId, l.version]);
+    return true;
+  });
+}
+
 /** A user message to put in history, or an edit of `editOf`. */
 interface UserInput {
   content: MessagePart[];

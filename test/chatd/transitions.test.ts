@@ -8,6 +8,7 @@ import {
   CHAT_CHANNEL,
   commitStep,
   createChat,
+  editMessage,
   finishTurn,
   heartbeat,
   loadChat,
@@ -15,6 +16,8 @@ import {
   recordGenerationAttempt,
   sendMessage,
   type ChatChange,
+  loadQueue,
+  removeQueued,
 } from "../../src/chatd/transitions.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { describeDatabases } from "../support/db.ts";
@@ -126,6 +129,33 @@ describeDatabases("transitions", (db) => {
       ["assistant", { type: "text", text: "first answer" }],
       ["user", { type: "text", text: "next" }],
     ]);
+  });
+
+  it("a queued message taken back never runs; the next one does, and an edit in waiting stays", async () => {
+    const { owner, chatId, fence } = await ownedChat(db());
+    await sendMessage(db(), chatId, owner, "unwanted", "queue");
+    await sendMessage(db(), chatId, owner, "wanted", "queue");
+    const [unwanted, wanted] = await loadQueue(db(), chatId);
+    expect(await removeQueued(db(), chatId, unwanted!.id)).toBe(true);
+    expect(await removeQueued(db(), chatId, unwanted!.id)).toBe(false);
+    expect((await loadQueue(db(), chatId)).map((q) => q.id)).toEqual([wanted!.id]);
+    // Taking a message back changes no history: the running turn's fence still holds.
+    await commitStep(db(), fence, [answer("first answer")]);
+    const chat = (await loadChat(db(), chatId))!;
+    expect(await finishTurn(db(), { ...fence, historyVersion: chat.historyVersion })).toBe(
+      "running",
+    );
+    const history = await loadHistory(db(), chatId);
+    expect(history.map((m) => m.content[0])).toEqual([
+      { type: "text", text: "hi" },
+      { type: "text", text: "first answer" },
+      { type: "text", text: "wanted" },
+    ]);
+    // An edit waiting for its interruption is not a message one can take back.
+    await editMessage(db(), chatId, owner, history[0]!.id, "edited");
+    const [edit] = await loadQueue(db(), chatId);
+    expect(edit!.editOf).toBe(history[0]!.id);
+    expect(await removeQueued(db(), chatId, edit!.id)).toBe(false);
   });
 
   it("a finished turn lets the chat go: waiting, unowned, no lease", async () => {

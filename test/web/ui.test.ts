@@ -110,6 +110,13 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
       .getByTestId("queued-message")
       .filter({ hasText: "after the interrupt" })
       .waitFor();
+    // A second one, taken back before it runs.
+    await desktop.getByLabel("Message").fill("never mind");
+    await desktop.getByLabel("Message").press("Enter");
+    const unwanted = desktop.getByTestId("queued-message").filter({ hasText: "never mind" });
+    await unwanted.getByRole("button", { name: "Remove" }).click();
+    await unwanted.waitFor({ state: "detached" });
+    await expect(desktop.getByTestId("queued-message").count()).resolves.toBe(1);
     await shot(desktop, "chat-running-desktop");
 
     await desktop.getByRole("button", { name: "Interrupt" }).click();
@@ -119,7 +126,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     );
     await expect(card.locator(".output").textContent()).resolves.toContain("early");
     await desktop.getByText("The queued message ran.").waitFor();
-    await expect(desktop.getByTestId("queued-message").count()).resolves.toBe(0);
+    // Out of the queue once it is in the history (the queue is read again on its arrival).
+    await desktop.getByTestId("queued-message").waitFor({ state: "detached" });
+    await expect(desktop.getByText("never mind").count()).resolves.toBe(0);
     await expect(desktop.locator(".msg.user").last().textContent()).resolves.toContain(
       "after the interrupt",
     );

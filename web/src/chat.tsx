@@ -2,7 +2,8 @@ import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from "re
 import { api, followStream } from "./api.ts";
 import { ProcessPanel, useProcessOutput } from "./processes.tsx";
 import { navigate } from "./router.ts";
-import type { Chat, ChatStatus, Message, Part, PartEvent, Usage } from "./types.ts";
+import { ErrorNote, useAction, useApi } from "./widgets.tsx";
+import type { Chat, ChatStatus, Message, Part, PartEvent, Queued, Usage } from "./types.ts";
 
 export function seconds(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
@@ -187,6 +188,47 @@ function ToolCard(p: {
   );
 }
 
+/** A message waiting to run; its sender may take it back (an edit in waiting is not one). */
+function QueuedMessage({
+  chatId,
+  q,
+  onRemoved,
+}: {
+  chatId: string;
+  q: Queued;
+  onRemoved: () => void;
+}) {
+  const action = useAction();
+  const text = q.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+  return (
+    <div className="msg user queued" data-testid="queued-message">
+      <p className="text">{text}</p>
+      <div className="row small-row">
+        <span className="badge">
+          {q.edit_of === null
+            ? "queued: runs when the current turn ends"
+            : "edit: runs once the interruption ends"}
+        </span>
+        {q.edit_of === null && (
+          <button
+            className="link small"
+            disabled={action.busy !== undefined}
+            onClick={() =>
+              void action.run("remove", async () => {
+                await api("DELETE", `/chats/${chatId}/queue/${q.id}`);
+                onRemoved();
+              })
+            }
+          >
+            Remove
+          </button>
+        )}
+      </div>
+      <ErrorNote error={action.error} prefix="Could not remove it" />
+    </div>
+  );
+}
+
 export function ChatView({ id }: { id: string }) {
   const [chat, setChat] = useState<Chat>();
   const [messages, setMessages] = useState<Message[]>([]);
@@ -195,8 +237,10 @@ export function ChatView({ id }: { id: string }) {
   const [usage, setUsage] = useState<Usage>();
   const [error, setError] = useState<string>();
   const [draft, setDraft] = useState("");
-  // Messages sent while the chat was busy, until they reach the history (this page's own).
-  const [queued, setQueued] = useState<string[]>([]);
+  // Messages waiting to run (sent while the chat was busy), read again whenever they may
+  // have changed: a send that queued, a user message reaching the history, a status change.
+  const queue = useApi<{ messages: Queued[] }>(`/chats/${id}/queue`);
+  const reloadQueue = queue.reload;
   const [editing, setEditing] = useState<{ id: string; text: string }>();
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
   const endRef = useRef<HTMLDivElement>(null);
@@ -215,13 +259,7 @@ export function ChatView({ id }: { id: string }) {
         case "message": {
           const m = data as Message;
           setMessages((ms) => (ms.some((x) => x.id === m.id) ? ms : [...ms, m]));
-          if (m.role === "user") {
-            const text = m.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
-            setQueued((q) => {
-              const i = q.indexOf(text);
-              return i < 0 ? q : [...q.slice(0, i), ...q.slice(i + 1)];
-            });
-          }
+          if (m.role === "user") reloadQueue();
           if (m.role === "assistant") setLive(undefined);
           break;
         }
@@ -257,6 +295,7 @@ export function ChatView({ id }: { id: string }) {
           const { status } = data as { status: ChatStatus };
           setChat((c) => (c ? { ...c, status } : c));
           if (status !== "running") loadUsage();
+          reloadQueue();
           break;
         }
         case "error":
@@ -264,7 +303,7 @@ export function ChatView({ id }: { id: string }) {
           break;
       }
     });
-  }, [id, epoch, loadUsage]);
+  }, [id, epoch, loadUsage, reloadQueue]);
 
   // New content keeps the page at its end only if the reader was there: someone who scrolled
   // up to read is not moved while text streams. (Braces: scrollIntoView may return a promise,
@@ -280,7 +319,7 @@ export function ChatView({ id }: { id: string }) {
   }, []);
   useEffect(() => {
     if (atEnd.current) endRef.current?.scrollIntoView({ block: "end" });
-  }, [messages, live, queued]);
+  }, [messages, live, queue.data]);
 
   const busy = chat?.status === "running" || chat?.status === "interrupting";
 
@@ -294,7 +333,7 @@ export function ChatView({ id }: { id: string }) {
         busy_behavior: "queue",
       });
       setDraft("");
-      if (sent.queued) setQueued((q) => [...q, text]);
+      if (sent.queued) reloadQueue();
     } catch (e) {
       setError((e as Error).message);
     }
@@ -453,11 +492,8 @@ export function ChatView({ id }: { id: string }) {
               ))}
             </div>
           )}
-          {queued.map((text, i) => (
-            <div key={i} className="msg user queued" data-testid="queued-message">
-              <p className="text">{text}</p>
-              <span className="badge">queued: runs when the current turn ends</span>
-            </div>
+          {queue.data?.messages.map((q) => (
+            <QueuedMessage key={q.id} chatId={id} q={q} onRemoved={reloadQueue} />
           ))}
           <div ref={endRef} />
         </div>

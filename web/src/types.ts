@@ -13,6 +13,7 @@ export type { LivePart, PartEvent } from "../../src/chatd/stream.ts";
 export type {
   ChatView as Chat,
   MessageView as Message,
+  QueuedView as Queued,
   User,
   VisiblePart as Part,
 } from "../../src/api/views.ts";
