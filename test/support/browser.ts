@@ -78,3 +78,13 @@ export async function shot(page: Page, name: string): Promise<void> {
 
 /** The page's whole HTML (to check that no secret is in it). */
 export const html = (page: Page) => page.evaluate<string>("document.documentElement.outerHTML");
+
+/** Presses Tab until the focused element's text is `text` (keyboard reachability); throws if never. */
+export async function tabTo(page: Page, text: string, maxTabs = 40): Promise<void> {
+  for (let i = 0; i < maxTabs; i++) {
+    await page.keyboard.press("Tab");
+    const focused = await page.evaluate<string>("document.activeElement?.textContent ?? ''");
+    if (focused.trim() === text) return;
+  }
+  throw new Error(`"${text}" is not reachable with Tab (${maxTabs} presses)`);
+}

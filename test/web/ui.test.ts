@@ -10,7 +10,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CHROMIUM, launchBrowser, openPage, PHONE, shot, useCleanups } from "../support/browser.ts";
+import {
+  CHROMIUM,
+  launchBrowser,
+  openPage,
+  PHONE,
+  shot,
+  tabTo,
+  useCleanups,
+} from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
 import { startServerProcess } from "../support/server.ts";
 
@@ -194,12 +202,16 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
         },
       ],
     });
+    // This chat by keyboard alone: Tab to "New chat", type (the message box has the focus),
+    // Enter sends, Esc interrupts.
     await desktop.getByRole("link", { name: "Chats" }).click();
-    await desktop.getByRole("button", { name: "New chat" }).click();
-    await desktop.getByLabel("Message").fill("again");
-    await desktop.getByRole("button", { name: "Start chat" }).click();
+    await desktop.getByRole("heading", { name: "Chats" }).waitFor();
+    await tabTo(desktop, "New chat");
+    await desktop.keyboard.press("Enter");
+    await desktop.getByRole("heading", { name: "New chat" }).waitFor();
+    await desktop.keyboard.type("again");
+    await desktop.keyboard.press("Enter");
     await card.and(desktop.locator('[data-state="running"]')).waitFor();
-    await desktop.locator("h1").click(); // focus away from the composer
     await desktop.keyboard.press("Escape");
     await card.and(desktop.locator('[data-state="canceled"]')).waitFor();
     await expect(card.locator(".output").textContent()).resolves.toContain("esc");
