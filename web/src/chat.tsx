@@ -188,6 +188,11 @@ function ToolCard(p: {
   );
 }
 
+/** A user message's text. */
+function textOf(parts: Part[]): string {
+  return parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+}
+
 /** A message waiting to run; its sender may take it back (an edit in waiting is not one). */
 function QueuedMessage({
   chatId,
@@ -199,7 +204,7 @@ function QueuedMessage({
   onRemoved: () => void;
 }) {
   const action = useAction();
-  const text = q.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+  const text = textOf(q.parts);
   return (
     <div className="msg user queued" data-testid="queued-message">
       <p className="text">{text}</p>
@@ -241,6 +246,11 @@ export function ChatView({ id }: { id: string }) {
   // have changed: a send that queued, a user message reaching the history, a status change.
   const queue = useApi<{ messages: Queued[] }>(`/chats/${id}/queue`);
   const reloadQueue = queue.reload;
+  // A queued message leaves from the head of the queue into the history: when its text arrives
+  // as a user message, the head is hidden at once instead of showing twice until the re-read.
+  const queueRef = useRef(queue.data);
+  queueRef.current = queue.data;
+  const [left, setLeft] = useState<string>();
   const [editing, setEditing] = useState<{ id: string; text: string }>();
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
   const endRef = useRef<HTMLDivElement>(null);
@@ -259,7 +269,11 @@ export function ChatView({ id }: { id: string }) {
         case "message": {
           const m = data as Message;
           setMessages((ms) => (ms.some((x) => x.id === m.id) ? ms : [...ms, m]));
-          if (m.role === "user") reloadQueue();
+          if (m.role === "user") {
+            const head = queueRef.current?.messages[0];
+            if (head && textOf(head.parts) === textOf(m.parts)) setLeft(head.id);
+            reloadQueue();
+          }
           if (m.role === "assistant") setLive(undefined);
           break;
         }
@@ -461,7 +475,7 @@ export function ChatView({ id }: { id: string }) {
                         onClick={() =>
                           setEditing({
                             id: m.id,
-                            text: m.parts.map((p) => (p.type === "text" ? p.text : "")).join(""),
+                            text: textOf(m.parts),
                           })
                         }
                       >
@@ -492,9 +506,11 @@ export function ChatView({ id }: { id: string }) {
               ))}
             </div>
           )}
-          {queue.data?.messages.map((q) => (
-            <QueuedMessage key={q.id} chatId={id} q={q} onRemoved={reloadQueue} />
-          ))}
+          {queue.data?.messages
+            .filter((q) => q.id !== left)
+            .map((q) => (
+              <QueuedMessage key={q.id} chatId={id} q={q} onRemoved={reloadQueue} />
+            ))}
           <div ref={endRef} />
         </div>
         {error && (
