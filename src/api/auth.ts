@@ -125,8 +125,11 @@ export function staff(request: FastifyRequest): Caller {
   return c;
 }
 
-/** Routes anyone may call without a token (`METHOD /url` as declared): the web UI's too. */
-const PUBLIC_ROUTES = new Set([
+/**
+ * Routes anyone may call without a token (`METHOD /url` as declared): the web UI's too. The
+ * OpenAPI document marks these as needing no security.
+ */
+export const PUBLIC_ROUTES = new Set([
   "GET /api/v1/health",
   "GET /api/v1/openapi.json",
   "GET /metrics",
@@ -228,11 +231,17 @@ function checkCsrf(request: FastifyRequest): void {
   }
 }
 
-function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string): void {
+/** Sets the session cookie to `token`, or clears it when `token` is null. */
+function setSessionCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string | null,
+): void {
   const secure = request.protocol === "https" ? "; Secure" : "";
+  const value = token === null ? "=; Max-Age=0" : `=${token}`;
   void reply.header(
     "set-cookie",
-    `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict${secure}`,
+    `${SESSION_COOKIE}${value}; Path=/; HttpOnly; SameSite=Strict${secure}`,
   );
 }
 
@@ -376,10 +385,7 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const c = caller(request);
     await ctx.db.query("DELETE FROM api_tokens WHERE id = $1", [c.tokenId]);
     await audit(ctx.db, request, { userId: c.user.id, action: "auth.logout", target: c.tokenId });
-    void reply.header(
-      "set-cookie",
-      `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`,
-    );
+    setSessionCookie(request, reply, null);
     return reply.code(204).send();
   });
 }

@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ApiContext } from "./app.ts";
 import { AuditQuery } from "./audit.ts";
-import { LoginBody } from "./auth.ts";
+import { LoginBody, PUBLIC_ROUTES } from "./auth.ts";
 import {
   AfterQuery,
   EditBody,
@@ -32,30 +32,25 @@ interface RouteDoc {
   body?: z.ZodType;
   params?: z.ZodObject;
   query?: z.ZodType;
-  /** Served without a token. */
-  public?: true;
 }
 
 /** Every public route, `METHOD /path` as Fastify declares it (`:id`). */
 export const ROUTES: Record<string, RouteDoc> = {
-  "GET /api/v1/health": { summary: "Liveness", status: 200, public: true },
-  "GET /api/v1/openapi.json": { summary: "This document", status: 200, public: true },
+  "GET /api/v1/health": { summary: "Liveness", status: 200 },
+  "GET /api/v1/openapi.json": { summary: "This document", status: 200 },
   "GET /api/v1/setup": {
     summary: "Whether the owner is still to be created (the UI shows setup, else sign-in)",
     status: 200,
-    public: true,
   },
   "POST /api/v1/users/first": {
     summary: "Create the owner (only while no user exists)",
     status: 201,
     body: FirstUserBody,
-    public: true,
   },
   "POST /api/v1/auth/login": {
     summary: "Log in: a token, also set as the session cookie",
     status: 200,
     body: LoginBody,
-    public: true,
   },
   "POST /api/v1/auth/logout": { summary: "End the session", status: 204 },
   "GET /api/v1/me": { summary: "The caller", status: 200 },
@@ -220,7 +215,8 @@ export function openApiDocument(): JsonSchema {
         required: true,
         content: { "application/json": { schema: schemaOf(r.body) } },
       };
-    if (r.public) op.security = [];
+    // Served without a token: the same list the bearer check lets through.
+    if (PUBLIC_ROUTES.has(key)) op.security = [];
     (paths[path] ??= {})[method.toLowerCase()] = op;
   }
   return {

@@ -1,7 +1,7 @@
 // The caller's API tokens: create (the secret is answered once and stored only as a hash),
-// list (never a secret; `kind` is `session` for a login's) and delete (the token fails its very
-// next request, bearer or session cookie alike). A token of
-// another user is not found, whoever asks.
+// list (never a secret; `kind` is `session` for a login's, `current` the one asking) and delete
+// (the token fails its very next request, bearer or session cookie alike). A token of another
+// user is not found, whoever asks.
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";

@@ -68,6 +68,25 @@ export async function findWorkspace(
   return row && canUseWorkspace(user, row) ? row : undefined;
 }
 
+/**
+ * The workspace row if `user` may see it, locked for the transaction's change when `forUpdate`;
+ * 404 otherwise.
+ */
+async function visibleWorkspace(
+  q: Queryable,
+  user: User,
+  id: string,
+  forUpdate = false,
+): Promise<Record<string, unknown>> {
+  const r = await q.query(
+    `SELECT * FROM workspaces WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
+    [id],
+  );
+  const row = r.rows[0];
+  if (!row || !canSeeWorkspace(user, row)) throw notFound("Workspace", id);
+  return row;
+}
+
 export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const health = new WorkspaceHealthCache({
     timeoutMs: ctx.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS,
@@ -114,10 +133,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/workspaces/:id", async (request) => {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    const r = await ctx.db.query("SELECT * FROM workspaces WHERE id = $1", [id]);
-    const row = r.rows[0];
-    if (!row || !canSeeWorkspace(user, row)) throw notFound("Workspace", id);
-    return withHealth(row);
+    return withHealth(await visibleWorkspace(ctx.db, user, id));
   });
 
   // Its owner (or an admin or owner) changes a workspace; only those share it. The local
@@ -127,9 +143,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(WorkspacePatch, request.body, "body");
     const row = await ctx.db.transaction(async (tx) => {
-      const r = await tx.query("SELECT * FROM workspaces WHERE id = $1 FOR UPDATE", [id]);
-      const old = r.rows[0];
-      if (!old || !canSeeWorkspace(user, old)) throw notFound("Workspace", id);
+      const old = await visibleWorkspace(tx, user, id, true);
       if (!isStaff(user) && (old.owner_id !== user.id || body.shared !== undefined)) {
         throw new ApiError(403, "Only its owner changes a workspace; only an admin shares one.");
       }
@@ -172,9 +186,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     await ctx.db.transaction(async (tx) => {
-      const r = await tx.query("SELECT * FROM workspaces WHERE id = $1 FOR UPDATE", [id]);
-      const row = r.rows[0];
-      if (!row || !canSeeWorkspace(user, row)) throw notFound("Workspace", id);
+      const row = await visibleWorkspace(tx, user, id, true);
       if (!isStaff(user) && row.owner_id !== user.id)
         throw new ApiError(403, "Only its owner or an admin deletes a workspace.");
       const busy = await tx.query<{ n: number }>(
