@@ -1,13 +1,9 @@
-import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from "react";
+import { useEffect, useRef, useState, type KeyboardEvent } from "react";
 import { api, followStream } from "./api.ts";
 import { ProcessPanel, useProcessOutput } from "./processes.tsx";
 import { navigate } from "./router.ts";
-import { ErrorNote, useAction, useApi } from "./widgets.tsx";
+import { ErrorNote, seconds, useAction, useApi, useInterval } from "./widgets.tsx";
 import type { Chat, ChatStatus, Message, Part, PartEvent, Queued, Usage } from "./types.ts";
-
-export function seconds(ms: number): string {
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
 
 function StatusBadge({ status }: { status: ChatStatus }) {
   return <span className={`badge ${status}`}>{status}</span>;
@@ -17,34 +13,17 @@ function StatusBadge({ status }: { status: ChatStatus }) {
 const LIST_POLL_MS = 3000;
 
 export function ChatList() {
-  const [chats, setChats] = useState<Chat[]>();
-  const [error, setError] = useState<string>();
   // Read again every few seconds, so statuses change while the list is open.
-  useEffect(() => {
-    let stopped = false;
-    const read = () =>
-      api<{ chats: Chat[] }>("GET", "/chats").then(
-        (r) => {
-          if (!stopped) setChats(r.chats);
-        },
-        (e: Error) => {
-          if (!stopped) setError(e.message);
-        },
-      );
-    void read();
-    const t = setInterval(() => void read(), LIST_POLL_MS);
-    return () => {
-      stopped = true;
-      clearInterval(t);
-    };
-  }, []);
+  const list = useApi<{ chats: Chat[] }>("/chats");
+  useInterval(list.reload, LIST_POLL_MS);
+  const chats = list.data?.chats;
   return (
     <section>
       <div className="row">
         <h1>Chats</h1>
         <button onClick={() => navigate("/chats/new")}>New chat</button>
       </div>
-      {error && <p className="error">{error}</p>}
+      <ErrorNote error={list.error} />
       {chats === undefined ? (
         <p>Loading…</p>
       ) : chats.length === 0 ? (
@@ -145,7 +124,7 @@ function ToolCard(p: {
   const r = p.result ?? {};
   // While the command runs, its output so far (read from the agent every second).
   const running = p.result === undefined && p.live?.state === "started";
-  const liveOut = useProcessOutput(p.chatId, p.live?.process_id, running);
+  const liveOut = useProcessOutput(p.chatId, p.live?.process_id, { read: running, poll: running });
   const output =
     typeof r.output === "string" ? r.output : running ? (liveOut?.output ?? "") : undefined;
   // The call's own execution time, as the server stamped it (its batch is billed once, as
@@ -239,7 +218,9 @@ export function ChatView({ id }: { id: string }) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [live, setLive] = useState<Live>();
   const [toolLive, setToolLive] = useState<Record<string, CallLive>>({});
-  const [usage, setUsage] = useState<Usage>();
+  // What the chat has cost so far, read again when a turn ends.
+  const usage = useApi<Usage>(`/chats/${id}/usage`);
+  const reloadUsage = usage.reload;
   const [error, setError] = useState<string>();
   const [draft, setDraft] = useState("");
   // Messages waiting to run (sent while the chat was busy), read again whenever they may
@@ -255,13 +236,8 @@ export function ChatView({ id }: { id: string }) {
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
   const endRef = useRef<HTMLDivElement>(null);
 
-  const loadUsage = useCallback(() => {
-    api<Usage>("GET", `/chats/${id}/usage`).then(setUsage, () => undefined);
-  }, [id]);
-
   useEffect(() => {
     api<Chat>("GET", `/chats/${id}`).then(setChat, (e: Error) => setError(e.message));
-    loadUsage();
     setMessages([]);
     setLive(undefined);
     return followStream(id, (event, data) => {
@@ -308,7 +284,7 @@ export function ChatView({ id }: { id: string }) {
         case "status": {
           const { status } = data as { status: ChatStatus };
           setChat((c) => (c ? { ...c, status } : c));
-          if (status !== "running") loadUsage();
+          if (status !== "running") reloadUsage();
           reloadQueue();
           break;
         }
@@ -317,7 +293,7 @@ export function ChatView({ id }: { id: string }) {
           break;
       }
     });
-  }, [id, epoch, loadUsage, reloadQueue]);
+  }, [id, epoch, reloadUsage, reloadQueue]);
 
   // New content keeps the page at its end only if the reader was there: someone who scrolled
   // up to read is not moved while text streams. (Braces: scrollIntoView may return a promise,
@@ -434,10 +410,10 @@ export function ChatView({ id }: { id: string }) {
         <div className="row chat-head">
           <h1>{chat?.title || "Chat"}</h1>
           {chat && <StatusBadge status={chat.status} />}
-          {usage && (
+          {usage.data && (
             <span className="muted" data-testid="chat-usage">
-              billed {seconds(usage.runtime_ms)} (model {seconds(usage.model_runtime_ms)}, tools{" "}
-              {seconds(usage.tool_runtime_ms)})
+              billed {seconds(usage.data.runtime_ms)} (model {seconds(usage.data.model_runtime_ms)},
+              tools {seconds(usage.data.tool_runtime_ms)})
             </span>
           )}
         </div>

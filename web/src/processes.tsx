@@ -3,50 +3,31 @@
 // and the live output of a running command, which the tool cards show. Both poll the API: the
 // agent keeps a process's output, not a stream of it.
 
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import type { ProcessInfo, ProcessOutputResponse } from "../../src/contract/types.ts";
 import { api } from "./api.ts";
-import { ErrorNote, useApi } from "./widgets.tsx";
+import { ErrorNote, useApi, useInterval } from "./widgets.tsx";
 
 /** How often a running process's output, and the process list, are read again. */
 const POLL_MS = 1000;
 
 /**
- * The output of process `pid` of the chat, read now and every second while `follow` is true
- * and the process runs. Undefined until the first read answers; read errors are kept quiet
- * (the card's own state says what is known).
+ * The output of process `pid` of the chat: read while `read` is true, and every second while
+ * `poll` is also true and the process has not exited. Undefined until the first read answers;
+ * read errors are kept quiet (the card's own state says what is known) and read again.
  */
 export function useProcessOutput(
   chatId: string,
   pid: string | undefined,
-  follow: boolean,
+  o: { read: boolean; poll: boolean },
 ): ProcessOutputResponse | undefined {
-  const [out, setOut] = useState<ProcessOutputResponse>();
-  useEffect(() => {
-    if (pid === undefined || !follow) return;
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const read = async () => {
-      try {
-        const o = await api<ProcessOutputResponse>(
-          "GET",
-          `/chats/${chatId}/processes/${encodeURIComponent(pid)}/output`,
-        );
-        if (stopped) return;
-        setOut(o);
-        if (!o.running) return;
-      } catch {
-        if (stopped) return;
-      }
-      timer = setTimeout(() => void read(), POLL_MS);
-    };
-    void read();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [chatId, pid, follow]);
-  return out;
+  const out = useApi<ProcessOutputResponse>(
+    pid !== undefined && o.read
+      ? `/chats/${chatId}/processes/${encodeURIComponent(pid)}/output`
+      : undefined,
+  );
+  useInterval(out.reload, o.read && o.poll && out.data?.running !== false ? POLL_MS : undefined);
+  return out.data;
 }
 
 function ProcessRow({
@@ -61,7 +42,7 @@ function ProcessRow({
   const [open, setOpen] = useState(false);
   const [error, setError] = useState<string>();
   const [stopping, setStopping] = useState(false);
-  const out = useProcessOutput(chatId, p.id, open);
+  const out = useProcessOutput(chatId, p.id, { read: open, poll: p.running });
   const stop = async (signal: "terminate" | "kill") => {
     setStopping(true);
     setError(undefined);
@@ -148,24 +129,11 @@ export function ProcessPanel({
   refresh: unknown;
 }) {
   // In the server's order: running ones first, then the newest.
-  const list = useApi<{ processes: ProcessInfo[] }>(`/chats/${chatId}/processes`);
+  const list = useApi<{ processes: ProcessInfo[] }>(`/chats/${chatId}/processes`, refresh);
   const processes = list.data?.processes;
-  const { reload } = list;
   const [open] = useState(() => window.matchMedia("(min-width: 900px)").matches);
-
-  const first = useRef(true);
-  useEffect(() => {
-    // The first read is useApi's own; later changes of `refresh` read again.
-    if (first.current) first.current = false;
-    else reload();
-  }, [refresh, reload]);
-
   const poll = busy || (processes?.some((p) => p.running) ?? false);
-  useEffect(() => {
-    if (!poll) return;
-    const t = setInterval(reload, POLL_MS * 2);
-    return () => clearInterval(t);
-  }, [poll, reload]);
+  useInterval(list.reload, poll ? POLL_MS * 2 : undefined);
 
   return (
     <aside className="panel" aria-label="Workspace">
@@ -182,7 +150,7 @@ export function ProcessPanel({
         ) : (
           <ul className="processes">
             {processes.map((p) => (
-              <ProcessRow key={p.id} chatId={chatId} p={p} onChanged={reload} />
+              <ProcessRow key={p.id} chatId={chatId} p={p} onChanged={list.reload} />
             ))}
           </ul>
         )}

@@ -1,8 +1,8 @@
 import { useEffect, useState } from "react";
 import { api } from "./api.ts";
-import { seconds } from "./chat.tsx";
 import { navigate } from "./router.ts";
 import { isStaff, type Usage, type User } from "./types.ts";
+import { seconds, usd } from "./widgets.tsx";
 
 /** A report row: its key (hour, user or chat) and, for users and chats, the name to show. */
 type Row = Usage & {
@@ -24,8 +24,6 @@ function add(a: Usage, b: Usage): Usage {
     cost_micros: a.cost_micros + b.cost_micros,
   };
 }
-
-const dollars = (micros: number) => `$${(micros / 1e6).toFixed(4)}`;
 
 /** One group of a report: its key, the name shown for it, its totals. */
 interface Group {
@@ -74,9 +72,9 @@ function Bars({ rows, title }: { rows: Group[]; title: string }) {
               className="bar-tool"
             />
             <text x={labelW + scale(r.u.runtime_ms) + 6} y={18} fontSize={12}>
-              {`${seconds(r.u.runtime_ms)} · ${dollars(r.u.cost_micros)}`}
+              {`${seconds(r.u.runtime_ms)} · ${usd(r.u.cost_micros)}`}
             </text>
-            <title>{`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${dollars(r.u.cost_micros)}`}</title>
+            <title>{`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${usd(r.u.cost_micros)}`}</title>
           </g>
         ))}
       </svg>
@@ -134,7 +132,7 @@ function Table(p: {
               <td>
                 {r.u.input_tokens}/{r.u.output_tokens}
               </td>
-              <td>{dollars(r.u.cost_micros)}</td>
+              <td>{usd(r.u.cost_micros)}</td>
             </tr>
           ))}
         </tbody>
@@ -182,7 +180,7 @@ export function UsagePage({ me }: { me: User }) {
         <p data-testid="usage-total">
           Billed time <strong>{seconds(total.runtime_ms)}</strong> (model{" "}
           {seconds(total.model_runtime_ms)}, tools {seconds(total.tool_runtime_ms)}),{" "}
-          {total.billed_calls} billed calls, cost {dollars(total.cost_micros)}
+          {total.billed_calls} billed calls, cost {usd(total.cost_micros)}
         </p>
       ) : (
         <p>No usage yet.</p>

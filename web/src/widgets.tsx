@@ -12,12 +12,16 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** `GET path`, again whenever `reload` is called. */
-export function useApi<T>(path: string): Loaded<T> {
+/**
+ * `GET path` (nothing while it is undefined), again whenever `reload` is called or `refresh`
+ * changes. An answer to a request that a newer one replaced is dropped.
+ */
+export function useApi<T>(path: string | undefined, refresh?: unknown): Loaded<T> {
   const [data, setData] = useState<T>();
   const [error, setError] = useState<unknown>();
   const [n, setN] = useState(0);
   useEffect(() => {
+    if (path === undefined) return;
     let live = true;
     api<T>("GET", path).then(
       (d) => {
@@ -30,9 +34,23 @@ export function useApi<T>(path: string): Loaded<T> {
     return () => {
       live = false;
     };
-  }, [path, n]);
+  }, [path, n, refresh]);
   const reload = useCallback(() => setN((x) => x + 1), []);
   return { data, error, reload };
+}
+
+/** Calls `fn` every `ms` milliseconds while `ms` is set (polling what has no stream). */
+export function useInterval(fn: () => void, ms: number | undefined): void {
+  useEffect(() => {
+    if (ms === undefined) return;
+    const t = setInterval(fn, ms);
+    return () => clearInterval(t);
+  }, [fn, ms]);
+}
+
+/** 950 ms, 12.3 s: a run time. */
+export function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 /**
