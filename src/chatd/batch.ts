@@ -1,6 +1,7 @@
 // What a tool batch commits, shared by generation and interrupt: one result message per call
 // in call order, each with its own execution time when it ran, then one usage record billing
-// the union of the billable intervals (CHATD.md 5, 9). And the tool call age the contract's headers carry, from the database clock.
+// the union of the billable intervals (CHATD.md 5, 9). And the tool call age the contract's
+// headers carry, from the database clock.
 
 import { unionMs, type Interval } from "./billing.ts";
 import type { Queryable } from "./db/index.ts";

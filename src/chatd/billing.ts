@@ -33,6 +33,17 @@ export interface ModelPrices {
 
 export const FREE: ModelPrices = { inputPerMtokMicros: 0, outputPerMtokMicros: 0 };
 
+/** A `model_configs` row's prices (bigint columns: the drivers may answer decimal strings). */
+export function pricesOf(row: {
+  input_price_per_mtok_micros: string | number;
+  output_price_per_mtok_micros: string | number;
+}): ModelPrices {
+  return {
+    inputPerMtokMicros: Number(row.input_price_per_mtok_micros),
+    outputPerMtokMicros: Number(row.output_price_per_mtok_micros),
+  };
+}
+
 /** What a model call cost in micro-dollars, rounded to the nearest one. */
 export function costMicros(
   usage: { inputTokens: number; outputTokens: number },

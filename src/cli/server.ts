@@ -9,6 +9,7 @@ import type { LanguageModel } from "ai";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
 import { AgentPool } from "../chatd/agents.ts";
+import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
@@ -147,11 +148,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         });
         models.set(key, m);
       }
-      const prices = {
-        inputPerMtokMicros: Number(c.input_price_per_mtok_micros),
-        outputPerMtokMicros: Number(c.output_price_per_mtok_micros),
-      };
-      return { model: m, prices };
+      return { model: m, prices: pricesOf(c) };
     },
     resolveAgent: async (chat: Chat) =>
       chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,

@@ -6,11 +6,12 @@ import { randomUUID } from "node:crypto";
 import { afterEach } from "vitest";
 import { startTestAgent } from "./agent.ts";
 import { startFakeProvider } from "./fake-provider.ts";
+import { AgentPool } from "../../src/chatd/agents.ts";
+import { pricesOf } from "../../src/chatd/billing.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions.ts";
 import { Worker, type WorkerOptions } from "../../src/chatd/worker/worker.ts";
-import { AgentClient } from "../../src/contract/index.ts";
 import { createLanguageModel } from "../../src/model/index.ts";
 import type { ChatMessage } from "../../src/chatd/messages.ts";
 import type { Chat } from "../../src/chatd/chats.ts";
@@ -46,7 +47,7 @@ export async function seed(
 
 /** A worker whose models and agents come from the rows, with test-sized timings. */
 export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker {
-  const clients = new Map<string, AgentClient>();
+  const agents = new AgentPool(db);
   return new Worker({
     db,
     buffer: new StreamBuffer(),
@@ -72,22 +73,11 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
           baseUrl: c.base_url,
           apiKey: "k",
         }),
-        prices: {
-          inputPerMtokMicros: Number(c.input_price_per_mtok_micros),
-          outputPerMtokMicros: Number(c.output_price_per_mtok_micros),
-        },
+        prices: pricesOf(c),
       };
     },
-    resolveAgent: async (chat: Chat) => {
-      const r = await db.query<{ agent_url: string }>(
-        "SELECT agent_url FROM workspaces WHERE id = $1",
-        [chat.workspaceId],
-      );
-      const url = r.rows[0]!.agent_url;
-      let c = clients.get(url);
-      if (!c) clients.set(url, (c = new AgentClient({ baseUrl: url })));
-      return c;
-    },
+    resolveAgent: async (chat: Chat) =>
+      chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,
     ...o,
   });
 }
