@@ -1,22 +1,18 @@
-import { useEffect, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { api } from "./api.ts";
+import { useApi } from "./widgets.tsx";
 import type { User } from "./types.ts";
 
 /** Setup (the first user) while no user exists, else sign-in. */
 export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
-  const [setup, setSetup] = useState<boolean | undefined>(undefined);
+  // Undefined until the server says; a server that cannot say gets the sign-in form.
+  const status = useApi<{ first_user_needed: boolean }>("/setup");
+  const setup = status.data?.first_user_needed ?? (status.error !== undefined ? false : undefined);
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [name, setName] = useState("");
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
-
-  useEffect(() => {
-    api<{ first_user_needed: boolean }>("GET", "/setup").then(
-      (r) => setSetup(r.first_user_needed),
-      () => setSetup(false),
-    );
-  }, []);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();

@@ -1,8 +1,6 @@
-import { useEffect, useState } from "react";
-import { api } from "./api.ts";
 import { navigate } from "./router.ts";
 import { isStaff, type Usage, type User } from "./types.ts";
-import { seconds, usd } from "./widgets.tsx";
+import { ErrorNote, seconds, useApi, usd } from "./widgets.tsx";
 
 /** A report row: its key (hour, user or chat) and, for users and chats, the name to show. */
 type Row = Usage & {
@@ -142,19 +140,13 @@ function Table(p: {
 }
 
 export function UsagePage({ me }: { me: User }) {
-  const [data, setData] = useState<{ hour: Row[]; user: Row[]; chat: Row[] }>();
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    const get = (g: string) =>
-      api<{ rows: Row[] }>("GET", `/usage?group_by=${g}`).then((r) => r.rows);
-    Promise.all([get("hour"), get("user"), get("chat")]).then(
-      ([hour, user, chat]) => setData({ hour, user, chat }),
-      (e: Error) => setError(e.message),
-    );
-  }, []);
-
-  if (error) return <p className="error">{error}</p>;
-  if (!data) return <p>Loading…</p>;
+  const byHour = useApi<{ rows: Row[] }>("/usage?group_by=hour");
+  const byUser = useApi<{ rows: Row[] }>("/usage?group_by=user");
+  const byChat = useApi<{ rows: Row[] }>("/usage?group_by=chat");
+  const error = byHour.error ?? byUser.error ?? byChat.error;
+  if (error !== undefined) return <ErrorNote error={error} />;
+  if (!byHour.data || !byUser.data || !byChat.data) return <p>Loading…</p>;
+  const data = { hour: byHour.data.rows, user: byUser.data.rows, chat: byChat.data.rows };
   const days = new Map<string, Usage>();
   for (const r of data.hour) {
     const day = (r.hour ?? "").slice(0, 10);
