@@ -17,12 +17,14 @@ const { env, cleanup } = useLoops();
 
 /** A model step that streams 30 words, one every 100 ms. */
 const SLOW = { text: Array.from({ length: 30 }, (_, i) => `w${i}`).join(" "), delayMs: 100 };
+/** A model step that streams 5 words and then nothing until the client leaves: always mid-stream. */
+const STALLED = { text: "w0 w1 w2 w3 w4 w5 w6 w7", delayMs: 20, hangAfterChunks: 5 };
 
 describeDatabases("worker faults", (db) => {
   it("a model stream cut off by a graceful stop is not committed; the next owner answers in full", async () => {
     const buffer = new StreamBuffer();
     const { fake, setup, worker } = await env(db, { buffer });
-    fake.script(SLOW, { text: "the whole answer" });
+    fake.script(STALLED, { text: "the whole answer" });
     const chatId = await startChat(db(), setup, "go");
     await until(() => buffer.parts(chatId).length >= 3, 10_000);
     await worker.stop();
@@ -40,7 +42,7 @@ describeDatabases("worker faults", (db) => {
 
   it("a task attempt that runs out of time mid-stream is retried, not taken for a model error", async () => {
     const { fake, setup } = await env(db, { attemptTimeoutMs: 500 });
-    fake.script(SLOW, { text: "the whole answer" });
+    fake.script(STALLED, { text: "the whole answer" });
     const chatId = await startChat(db(), setup, "go");
     const { chat, history } = await settle(db(), chatId);
     expect(chat.lastError).toBeNull();

@@ -46,12 +46,15 @@ describe.skipIf(skip)("event stream across replicas", () => {
 
   it("a stream on a replica that does not own the chat shows the owner's live parts and the committed messages, and after SIGKILL of the owner goes on with the new owner's", async () => {
     const replicas = await cluster.startReplicas(3);
-    // The first owner streams slowly and dies mid-answer; the new owner answers again.
+    // The first owner streams part of its answer and then hears nothing more, so it is always
+    // mid-answer when it is killed, however slow the machine; the new owner answers again.
     const first = words("slow", 60);
     const second = words("again", 15);
     let calls = 0;
     cluster.fake.respond(() =>
-      ++calls === 1 ? { text: first, delayMs: 150 } : { text: second, delayMs: 80 },
+      ++calls === 1
+        ? { text: first, delayMs: 30, hangAfterChunks: 20 }
+        : { text: second, delayMs: 80 },
     );
     const chatId = await cluster.createChat(replicas[0]!, "tell me");
     const ownerId = await waitFor("an owner", () => cluster.owner(chatId));
