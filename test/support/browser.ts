@@ -22,6 +22,7 @@ if (CHROMIUM === undefined)
 export const ARTIFACTS = path.resolve(import.meta.dirname, "../../test-artifacts/web");
 export const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
+export type Viewport = "desktop" | "phone";
 
 /** Registers an afterEach that runs every cleanup pushed during the test, newest first. */
 export function useCleanups(): (fn: () => Promise<void> | void) => void {
@@ -52,11 +53,7 @@ export async function launchBrowser(cleanup: (fn: () => Promise<void>) => void):
  * A page at desktop (1280×800) or phone (390×844, touch) size whose page errors and console
  * errors go to `errors`; a failed request is the page's to show, so it is not one.
  */
-export async function openPage(
-  browser: Browser,
-  size: "desktop" | "phone",
-  errors: string[],
-): Promise<Page> {
+export async function openPage(browser: Browser, size: Viewport, errors: string[]): Promise<Page> {
   const page = await browser.newPage(
     size === "desktop"
       ? { viewport: DESKTOP }

@@ -234,7 +234,7 @@ export function ChatView({ id }: { id: string }) {
   const [left, setLeft] = useState<string>();
   const [editing, setEditing] = useState<{ id: string; text: string }>();
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
-  const endRef = useRef<HTMLDivElement>(null);
+  const messagesRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     api<Chat>("GET", `/chats/${id}`).then(setChat, (e: Error) => setError(e.message));
@@ -295,21 +295,24 @@ export function ChatView({ id }: { id: string }) {
     });
   }, [id, epoch, reloadUsage, reloadQueue]);
 
-  // New content keeps the page at its end only if the reader was there: someone who scrolled
-  // up to read is not moved while text streams. (Braces: scrollIntoView may return a promise,
-  // and an effect returns no value.)
+  // Whatever makes the messages grow (streamed text, a card's live output, the queue), the page
+  // stays at its end only if the reader was there: someone who scrolled up to read is not moved.
   const atEnd = useRef(true);
   useEffect(() => {
+    const doc = document.documentElement;
     const onScroll = () => {
-      const doc = document.documentElement;
       atEnd.current = doc.scrollHeight - (window.scrollY + window.innerHeight) < 120;
     };
+    const follow = new ResizeObserver(() => {
+      if (atEnd.current) window.scrollTo(0, doc.scrollHeight);
+    });
+    follow.observe(messagesRef.current!);
     window.addEventListener("scroll", onScroll, { passive: true });
-    return () => window.removeEventListener("scroll", onScroll);
+    return () => {
+      follow.disconnect();
+      window.removeEventListener("scroll", onScroll);
+    };
   }, []);
-  useEffect(() => {
-    if (atEnd.current) endRef.current?.scrollIntoView({ block: "end" });
-  }, [messages, live, queue.data]);
 
   const busy = chat?.status === "running" || chat?.status === "interrupting";
 
@@ -423,7 +426,7 @@ export function ChatView({ id }: { id: string }) {
             {chat.last_error.detail && <span className="muted"> {chat.last_error.detail}</span>}
           </p>
         )}
-        <div className="messages" aria-live="polite">
+        <div className="messages" aria-live="polite" ref={messagesRef}>
           {messages
             .filter((m) => m.role !== "tool" || m.parts.some((p) => p.type !== "tool-result"))
             .map((m) => (
@@ -487,7 +490,6 @@ export function ChatView({ id }: { id: string }) {
             .map((q) => (
               <QueuedMessage key={q.id} chatId={id} q={q} onRemoved={reloadQueue} />
             ))}
-          <div ref={endRef} />
         </div>
         {error && (
           <p className="error" role="alert">
@@ -504,8 +506,10 @@ export function ChatView({ id }: { id: string }) {
             rows={3}
           />
           <div className="composer-buttons">
+            {/* Its width is the column's (Interrupt's), so a new label moves nothing: keyed, it
+                is a new word in place, not the old one shifted. */}
             <button onClick={() => void send()} disabled={draft.trim() === ""}>
-              {busy ? "Queue" : "Send"}
+              <span key={busy ? "queue" : "send"}>{busy ? "Queue" : "Send"}</span>
             </button>
             <button
               className="danger"

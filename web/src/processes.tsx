@@ -69,11 +69,12 @@ function ProcessRow({
     <li className="process" data-testid="process" data-running={p.running}>
       <code className="tool-subject">{p.command}</code>
       <div className="row small-row">
-        <span className={`badge ${p.running ? "running" : "waiting"}`}>{state}</span>
-        {p.background && <span className="muted">background</span>}
+        {/* The state last: its width changes when the process ends, and moves nothing. */}
         <span className="muted">
           started {new Date(p.started_at_unix * 1000).toLocaleTimeString()}
         </span>
+        {p.background && <span className="muted">background</span>}
+        <span className={`badge ${p.running ? "running" : "waiting"}`}>{state}</span>
       </div>
       <div className="row small-row">
         <button className="secondary small" onClick={() => setOpen((o) => !o)} aria-expanded={open}>
