@@ -40,6 +40,9 @@ describeDatabases("chats", (db) => {
       model_id: model.body.id,
     });
     expect(chat).not.toHaveProperty("last_error");
+    // Without a title, the first message's first line is the title.
+    const untitled = await createChat(api.memberToken, { message: "\nrun the tests\nthen lint" });
+    expect(untitled.title).toBe("run the tests");
     const got = await api.request("GET", `/api/v1/chats/${chat.id as string}`, {
       token: api.memberToken,
     });

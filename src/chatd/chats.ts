@@ -24,6 +24,17 @@ export interface Chat {
   updatedAt: Date;
 }
 
+const TITLE_CHARS = 80;
+
+/** A chat's title from its first message: the first non-empty line, cut at a word near 80 characters. */
+export function titleOf(text: string): string {
+  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim();
+  if (line.length <= TITLE_CHARS) return line;
+  const cut = line.slice(0, TITLE_CHARS);
+  const space = cut.lastIndexOf(" ");
+  return `${space > TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
+}
+
 export function rowToChat(r: Record<string, unknown>): Chat {
   return {
     id: r.id as string,

@@ -9,6 +9,7 @@ import {
   ChatNotFoundError,
   MessageNotEditableError,
   rowToChat,
+  titleOf,
   type Chat,
   type Fence,
 } from "./chats.ts";
@@ -159,6 +160,7 @@ export interface CreateChatInput {
   ownerId: string;
   workspaceId: string | null;
   modelConfigId: string | null;
+  /** Default: the first message's first line ({@link titleOf}), or none without a message. */
   title?: string;
   message?: string;
 }
@@ -167,7 +169,13 @@ export async function createChat(db: Database, input: CreateChatInput): Promise<
   const id = randomUUID();
   await db.query(
     `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title) VALUES ($1, $2, $3, $4, $5)`,
-    [id, input.ownerId, input.workspaceId, input.modelConfigId, input.title ?? ""],
+    [
+      id,
+      input.ownerId,
+      input.workspaceId,
+      input.modelConfigId,
+      input.title ?? titleOf(input.message ?? ""),
+    ],
   );
   if (input.message !== undefined) await sendMessage(db, id, input.ownerId, input.message, "queue");
   return (await loadChat(db, id))!;

@@ -1,5 +1,5 @@
 // A new chat: the first message, the model (among the enabled ones) and the workspace to run
-// in. The chat is created with its message in one request, titled by the message's first line.
+// in. The chat is created with its message in one request (the server titles it by the message).
 
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { ModelView, WorkspaceView } from "../../src/api/views.ts";
@@ -7,18 +7,6 @@ import { api } from "./api.ts";
 import type { Chat } from "./types.ts";
 import { navigate } from "./router.ts";
 import { useApi } from "./widgets.tsx";
-
-const TITLE_CHARS = 80;
-
-/** The message's first non-empty line, cut at a word near `TITLE_CHARS`. */
-export function titleOf(text: string): string {
-  const line = text.split("\n").find((l) => l.trim() !== "") ?? "";
-  const t = line.trim();
-  if (t.length <= TITLE_CHARS) return t;
-  const cut = t.slice(0, TITLE_CHARS);
-  const space = cut.lastIndexOf(" ");
-  return `${space > TITLE_CHARS / 2 ? cut.slice(0, space) : cut}…`;
-}
 
 export function NewChat() {
   // Empty selections mean "the default" (the server's choice), so the page works before
@@ -39,7 +27,6 @@ export function NewChat() {
     try {
       const chat = await api<Chat>("POST", "/chats", {
         message: text,
-        title: titleOf(text),
         ...(modelId && { model_id: modelId }),
         ...(workspaceId && { workspace_id: workspaceId }),
       });
