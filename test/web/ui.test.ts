@@ -145,6 +145,13 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
       .getByTestId("chat-usage")
       .filter({ hasText: /tools [1-9]/ })
       .waitFor();
+    // The panel shows the killed command as ended (by the cancel's SIGKILL).
+    await desktop
+      .getByTestId("process")
+      .filter({ hasText: "echo early; sleep 30" })
+      .and(desktop.locator('[data-running="false"]'))
+      .getByText("ended by a signal")
+      .waitFor();
     await shot(desktop, "chat-canceled-desktop");
 
     await desktop.getByRole("link", { name: "Usage" }).click();
