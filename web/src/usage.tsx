@@ -172,7 +172,8 @@ export function UsagePage({ me }: { me: User }) {
         <p data-testid="usage-total">
           Billed time <strong>{seconds(total.runtime_ms)}</strong> (model{" "}
           {seconds(total.model_runtime_ms)}, tools {seconds(total.tool_runtime_ms)}),{" "}
-          {total.billed_calls} billed calls, cost {usd(total.cost_micros)}
+          {total.billed_calls} billed {total.billed_calls === 1 ? "call" : "calls"}, cost{" "}
+          {usd(total.cost_micros)}
         </p>
       ) : (
         <p>No usage yet.</p>
