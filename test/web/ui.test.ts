@@ -213,6 +213,8 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
     // Enter sends, Esc interrupts.
     await desktop.getByRole("link", { name: "Chats" }).click();
     await desktop.getByRole("heading", { name: "Chats" }).waitFor();
+    await desktop.locator(".chats .badge.waiting").nth(1).waitFor(); // both chats so far
+    await shot(desktop, "chats-desktop");
     await tabTo(desktop, "New chat");
     await desktop.keyboard.press("Enter");
     await desktop.getByRole("heading", { name: "New chat" }).waitFor();
