@@ -107,6 +107,7 @@ export class FaultProxy {
   #policy: FaultPolicy = { probability: 0, maxRequestDelayMs: 0, maxResponseDelayMs: 0 };
   #silentUntil = 0;
   #held = new Set<() => void>();
+  #forced: { route: string; action: ProxyAction }[] = [];
   #server: http.Server;
   url = "";
 
@@ -145,12 +146,22 @@ export class FaultProxy {
     for (const release of [...this.#held]) release();
   }
 
+  /**
+   * The next requests on `route` (as logged: `POST /api/v0/processes/start`) get `actions`,
+   * one each in order, before the policy decides again (for tests of one fault).
+   */
+  force(route: string, ...actions: ("pass" | "drop_request" | "cut_response" | "silent")[]): void {
+    this.#forced.push(...actions.map((action) => ({ route, action })));
+  }
+
   /** How many requests got a fault. */
   get faults(): number {
     return this.log.filter((e) => e.action !== "pass").length;
   }
 
-  #decide(): { action: ProxyAction; delayMs?: number } {
+  #decide(route: string): { action: ProxyAction; delayMs?: number } {
+    const forced = this.#forced.findIndex((f) => f.route === route);
+    if (forced >= 0) return { action: this.#forced.splice(forced, 1)[0]!.action };
     if (Date.now() < this.#silentUntil) return { action: "silent_window" };
     const p = this.#policy;
     if (!this.rng.chance(p.probability)) return { action: "pass" };
@@ -195,7 +206,7 @@ export class FaultProxy {
     } catch {
       return done("client gone");
     }
-    const decided = this.#decide();
+    const decided = this.#decide(entry.route);
     entry.action = decided.action;
     if (decided.delayMs !== undefined) entry.delayMs = decided.delayMs;
 

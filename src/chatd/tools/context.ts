@@ -3,6 +3,8 @@
 // its execution interval is billable (CHATD.md 9); runTool adds the interval itself.
 
 import {
+  AgentConnectionError,
+  sleep,
   toolCallUuid,
   type AgentClient,
   type ChatId,
@@ -38,13 +40,16 @@ export interface Handled<R extends ToolResult = ToolResult> {
   billable: boolean;
 }
 
-/** The client's tool call for the call's provider ID (the age comes from the context). */
-export function toolCallOf(ctx: ToolContext, toolCallId: string): ToolCall {
+/**
+ * The client's tool call for the call's provider ID. Its age is the context's, plus `laterMs`
+ * for a request sent that long after the first one (the call is that much older by then).
+ */
+export function toolCallOf(ctx: ToolContext, toolCallId: string, laterMs = 0): ToolCall {
   return {
     chatId: ctx.chatId,
     messageId: ctx.messageId,
     toolCallId,
-    ageMs: ctx.toolCallAgeMs,
+    ageMs: ctx.toolCallAgeMs + laterMs,
   };
 }
 
@@ -55,4 +60,49 @@ export function uuidOf(ctx: ToolContext, toolCallId: string): ToolCallUuid {
 /** Call options for one request that must answer within the agent answer timeout. */
 export function answerBound(ctx: ToolContext): { signal: AbortSignal; timeoutMs: number } {
   return { signal: ctx.signal, timeoutMs: ctx.agentAnswerTimeoutMs };
+}
+
+/** The pauses before sending a request again after its connection failed. */
+export const RESEND_PAUSES_MS = [100, 300, 900];
+
+/**
+ * Sends a request that is safe to send again, and sends it again when the connection was lost
+ * after the request went out (the request or its answer lost on the way, a stale keep-alive
+ * connection), so that a lost answer becomes the real one instead of an unknown result. Safe:
+ * a tool call's start, edit, write or cancel (the agent answers a repeat from its record of
+ * the first, CONTRACT.md 5), or a read. At most `RESEND_PAUSES_MS.length` more times, all
+ * within one agent answer timeout from the first send. `send` gets its call options and how
+ * long after the first send it goes out (to add to the tool call's age: an age that is too
+ * young could let a restarted agent run a call it cannot vouch for). An agent that cannot be
+ * connected to is not tried again (its result says so at once), nor one that did not answer
+ * in time; those errors, and the last lost connection, are thrown.
+ */
+export async function resending<T>(
+  ctx: ToolContext,
+  send: (bound: { signal: AbortSignal; timeoutMs: number }, laterMs: number) => Promise<T>,
+): Promise<T> {
+  const first = ctx.clock.now();
+  for (const pause of [...RESEND_PAUSES_MS, undefined]) {
+    const laterMs = ctx.clock.now() - first;
+    try {
+      return await send(
+        { signal: ctx.signal, timeoutMs: Math.max(1, ctx.agentAnswerTimeoutMs - laterMs) },
+        laterMs,
+      );
+    } catch (err) {
+      const resend =
+        isLostAnswer(err) &&
+        !ctx.signal.aborted &&
+        pause !== undefined &&
+        ctx.clock.now() - first + pause < ctx.agentAnswerTimeoutMs;
+      if (!resend) throw err;
+      await sleep(ctx.clock, pause, ctx.signal);
+    }
+  }
+  throw new Error("unreachable: the last try throws or answers");
+}
+
+/** The connection was lost after the request went out: sending it again may get the answer. */
+export function isLostAnswer(err: unknown): boolean {
+  return err instanceof AgentConnectionError && err.phase === "exchange";
 }

@@ -215,4 +215,30 @@ describe("input and headers", () => {
     const age = Number(agent.requests[0]!.headers["coder-tool-call-age-ms"]);
     expect(age).toBeGreaterThanOrEqual(1_234);
   });
+  it("a start whose connection is lost after it went out is sent again: the same call, its age grown by the wait", async () => {
+    let n = 0;
+    const agent = await fake((req, res) => {
+      if (++n === 1) {
+        res.socket?.destroy(); // the answer is lost
+        return;
+      }
+      json(res, 200, { id: uuidFor(ctx, "toolu_lost"), started: true });
+    });
+    const ctx = toolContext(agent.client, { toolCallAgeMs: 5_000 });
+    const out = await runTool(ctx, {
+      toolCallId: "toolu_lost",
+      toolName: "execute",
+      input: { command: "sleep 60", run_in_background: true },
+    });
+    expect(out.result).toMatchObject({ status: "background" });
+    expect(agent.requests).toHaveLength(2);
+    const [first, again] = agent.requests.map((r) => r.headers);
+    for (const h of ["coder-tool-call-message-id", "coder-tool-call-id"])
+      expect(again![h]).toBe(first![h]);
+    const age = (h: typeof first) => Number(h!["coder-tool-call-age-ms"]);
+    expect(age(first)).toBeGreaterThanOrEqual(5_000);
+    // Sent again after a pause of 100 ms: the call is that much older (an age too young could
+    // let a restarted agent run a call it cannot vouch for).
+    expect(age(again) - age(first)).toBeGreaterThanOrEqual(100);
+  });
 });

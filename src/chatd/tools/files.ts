@@ -7,7 +7,7 @@ import {
   type EditFilesRequest,
   type ReadFileLinesResponse,
 } from "../../contract/index.ts";
-import { answerBound, toolCallOf, type Handled, type ToolContext } from "./context.ts";
+import { answerBound, resending, toolCallOf, type Handled, type ToolContext } from "./context.ts";
 import type { ToolInput } from "./declarations.ts";
 import {
   billableRead,
@@ -95,11 +95,13 @@ export async function runWriteFile(
   input: ToolInput<"write_file">,
 ): Promise<Handled<WriteFileResult>> {
   try {
-    const { message } = await ctx.client.writeFile(
-      input.path,
-      input.content,
-      { toolCall: toolCallOf(ctx, toolCallId) },
-      answerBound(ctx),
+    const { message } = await resending(ctx, (bound, laterMs) =>
+      ctx.client.writeFile(
+        input.path,
+        input.content,
+        { toolCall: toolCallOf(ctx, toolCallId, laterMs) },
+        bound,
+      ),
     );
     return { result: { status: "applied", message }, billable: true };
   } catch (err) {
@@ -125,10 +127,8 @@ export async function runEditFiles(
     include_diff: true,
   };
   try {
-    const answer = await ctx.client.editFiles(
-      request,
-      { toolCall: toolCallOf(ctx, toolCallId) },
-      answerBound(ctx),
+    const answer = await resending(ctx, (bound, laterMs) =>
+      ctx.client.editFiles(request, { toolCall: toolCallOf(ctx, toolCallId, laterMs) }, bound),
     );
     const result: EditFilesResult = { status: "applied" };
     if (answer.files) result.files = answer.files;

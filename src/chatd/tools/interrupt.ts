@@ -8,7 +8,7 @@ import {
   type CancelToolCallResponse,
   type ToolCallProcess,
 } from "../../contract/index.ts";
-import { answerBound, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
+import { resending, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
 import { TOOL_INPUTS, TOOL_NAMES, isToolName } from "./declarations.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { StaleToolCallError, classifyAgentError } from "./failures.ts";
@@ -89,10 +89,8 @@ export async function interruptResult(
   const stopBelowMs = target.tool === "execute" && !target.background ? target.timeoutMs : 0;
   let answer: CancelToolCallResponse & { runAgeMs: number };
   try {
-    answer = await ctx.client.cancelToolCall(
-      toolCallOf(ctx, call.toolCallId),
-      stopBelowMs,
-      answerBound(ctx),
+    answer = await resending(ctx, (bound, laterMs) =>
+      ctx.client.cancelToolCall(toolCallOf(ctx, call.toolCallId, laterMs), stopBelowMs, bound),
     );
   } catch (err) {
     o.onStarted?.(true);

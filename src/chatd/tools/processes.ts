@@ -8,7 +8,16 @@ import {
   type ProcessOutputResponse,
   type StartProcessRequest,
 } from "../../contract/index.ts";
-import { answerBound, toolCallOf, uuidOf, type Handled, type ToolContext } from "./context.ts";
+import {
+  answerBound,
+  isLostAnswer,
+  resending,
+  RESEND_PAUSES_MS,
+  toolCallOf,
+  uuidOf,
+  type Handled,
+  type ToolContext,
+} from "./context.ts";
 import type { ToolInput } from "./declarations.ts";
 import { formatDuration } from "./duration.ts";
 import {
@@ -50,10 +59,8 @@ export async function runExecute(
   try {
     // A repeat of this start (a task retry, another replica) is answered from the agent's
     // record: the same process, and the run age of its first start.
-    start = await ctx.client.startProcess(
-      request,
-      { toolCall: toolCallOf(ctx, toolCallId) },
-      answerBound(ctx),
+    start = await resending(ctx, (bound, laterMs) =>
+      ctx.client.startProcess(request, { toolCall: toolCallOf(ctx, toolCallId, laterMs) }, bound),
     );
   } catch (err) {
     const f = classifyAgentError(err, ctx.signal);
@@ -82,7 +89,9 @@ export async function runExecute(
     if (exited)
       return { result: { ...completed(exited), wall_duration_ms: runAge() }, billable: true };
     // At the deadline: one plain read says what the process is doing now.
-    const now = await ctx.client.processOutput(processId, { chatId: ctx.chatId }, answerBound(ctx));
+    const now = await resending(ctx, (bound) =>
+      ctx.client.processOutput(processId, { chatId: ctx.chatId }, bound),
+    );
     if (!now.running)
       return { result: { ...completed(now), wall_duration_ms: runAge() }, billable: true };
     const why = `The command is still running after its timeout of ${formatDuration(timeoutMs)}.`;
@@ -184,6 +193,7 @@ async function waitForExit(
   id: string,
   deadline: number,
 ): Promise<ProcessOutputResponse | undefined> {
+  let lost = 0; // connections lost in a row
   for (;;) {
     const remaining = deadline - ctx.clock.now();
     if (remaining <= 0) return undefined;
@@ -199,12 +209,16 @@ async function waitForExit(
         { signal, timeoutMs: remaining + ctx.agentAnswerTimeoutMs },
       );
       if (!out.running) return out;
+      lost = 0;
       // The agent's own wait bound ran out, or it does not wait: ask again, not in a hot loop.
       const pause = MIN_POLL_INTERVAL_MS - (ctx.clock.now() - asked);
       if (pause > 0) await sleep(ctx.clock, pause, signal);
     } catch (err) {
       if (bound.signal.aborted && !ctx.signal.aborted) return undefined;
-      throw err;
+      // A lost connection is asked again (a read is safe to repeat), as resending() would.
+      const pause = RESEND_PAUSES_MS[lost++];
+      if (!isLostAnswer(err) || pause === undefined) throw err;
+      await sleep(ctx.clock, Math.min(pause, Math.max(0, deadline - ctx.clock.now())), ctx.signal);
     } finally {
       timer.cancel();
     }
