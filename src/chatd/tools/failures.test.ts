@@ -241,4 +241,24 @@ describe("input and headers", () => {
     // let a restarted agent run a call it cannot vouch for).
     expect(age(again) - age(first)).toBeGreaterThanOrEqual(100);
   });
+
+  it("a read whose answer is lost is asked again; an agent that loses every answer is an error to try later", async () => {
+    let n = 0;
+    const flaky = await fake((_req, res) => {
+      if (++n === 1) res.socket?.destroy();
+      else json(res, 200, { success: true, content: "x\n", lines_read: 1, total_lines: 1 });
+    });
+    const ctx = toolContext(flaky.client);
+    const read = { toolCallId: "r", toolName: "read_file", input: { path: "/a" } } as const;
+    expect((await runTool(ctx, read)).result).toMatchObject({
+      status: "completed",
+      content: "x\n",
+    });
+    expect(flaky.requests).toHaveLength(2);
+
+    const lost = await fake((_req, res) => res.socket?.destroy());
+    const out = await runTool(toolContext(lost.client), read);
+    expect(out.result).toMatchObject({ status: "error" });
+    expect(lost.requests).toHaveLength(4); // the first try and three more
+  });
 });

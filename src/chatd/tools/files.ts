@@ -7,7 +7,7 @@ import {
   type EditFilesRequest,
   type ReadFileLinesResponse,
 } from "../../contract/index.ts";
-import { answerBound, resending, toolCallOf, type Handled, type ToolContext } from "./context.ts";
+import { resending, toolCallOf, type Handled, type ToolContext } from "./context.ts";
 import type { ToolInput } from "./declarations.ts";
 import {
   billableRead,
@@ -35,7 +35,7 @@ export async function runReadFile(
   if (input.limit !== undefined) window.limit = input.limit;
   let answer: ReadFileLinesResponse;
   try {
-    answer = await ctx.client.readFileLines(input.path, window, answerBound(ctx));
+    answer = await resending(ctx, (bound) => ctx.client.readFileLines(input.path, window, bound));
   } catch (err) {
     const f = classifyAgentError(err, ctx.signal);
     return { result: errorResult(readFailureMessage(f)), billable: billableRead(f) };
@@ -73,9 +73,11 @@ export async function runReadFile(
 async function listDirectory(ctx: ToolContext, path: string): Promise<ReadFileResult | undefined> {
   if (!path.startsWith("/")) return undefined;
   try {
-    const dir = await ctx.client.listDirectory(
-      { path: path.split("/").filter((part) => part !== ""), relativity: "root" },
-      answerBound(ctx),
+    const dir = await resending(ctx, (bound) =>
+      ctx.client.listDirectory(
+        { path: path.split("/").filter((part) => part !== ""), relativity: "root" },
+        bound,
+      ),
     );
     return {
       status: "completed",

@@ -115,7 +115,10 @@ export async function runProcessOutput(
   try {
     const exited = waitMs > 0 ? await waitForExit(ctx, id, ctx.clock.now() + waitMs) : undefined;
     const out =
-      exited ?? (await ctx.client.processOutput(id, { chatId: ctx.chatId }, answerBound(ctx)));
+      exited ??
+      (await resending(ctx, (bound) =>
+        ctx.client.processOutput(id, { chatId: ctx.chatId }, bound),
+      ));
     if (!out.running) return { result: completed(out), billable: true };
     const why =
       waitMs > 0
@@ -136,7 +139,9 @@ export async function runProcessOutput(
 
 export async function runProcessList(ctx: ToolContext): Promise<Handled<ProcessListResult>> {
   try {
-    const { processes } = await ctx.client.listProcesses({ chatId: ctx.chatId }, answerBound(ctx));
+    const { processes } = await resending(ctx, (bound) =>
+      ctx.client.listProcesses({ chatId: ctx.chatId }, bound),
+    );
     return { result: { status: "completed", processes }, billable: true };
   } catch (err) {
     const f = classifyAgentError(err, ctx.signal);
