@@ -13,6 +13,7 @@ import {
   AgentConnectionError,
   AgentHttpError,
   AgentTimeoutError,
+  isLostAnswer,
   parseChatId,
   SignalProcessRequest,
   type AgentClient,
@@ -166,10 +167,8 @@ export function processRoutes(app: FastifyInstance, ctx: ApiContext): void {
     try {
       await client.signalProcess(process_id, signal, { chatId }, bound());
     } catch (err) {
-      const sent =
-        (err instanceof AgentConnectionError && err.phase === "exchange") ||
-        err instanceof AgentTimeoutError;
-      if (sent) await record({ outcome: "unknown" });
+      if (isLostAnswer(err) || err instanceof AgentTimeoutError)
+        await record({ outcome: "unknown" });
       throw agentFailure(err, process_id, "The signal");
     }
     await record();

@@ -98,6 +98,14 @@ export class AgentConnectionError extends Error {
   }
 }
 
+/**
+ * The connection was lost after the request went out: it may have reached the agent (and had
+ * its effect), and sending it again may get the answer.
+ */
+export function isLostAnswer(err: unknown): boolean {
+  return err instanceof AgentConnectionError && err.phase === "exchange";
+}
+
 /** The request's own bound ran out before the agent answered. */
 export class AgentTimeoutError extends Error {
   override readonly name = "AgentTimeoutError";

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState, type KeyboardEvent } from "react";
 import { api, followStream } from "./api.ts";
 import { ProcessPanel, useProcessOutput } from "./processes.tsx";
 import { navigate } from "./router.ts";
-import { ErrorNote, seconds, useAction, useApi, useInterval } from "./widgets.tsx";
+import { ErrorNote, seconds, useAction, useApi, useInterval, When } from "./widgets.tsx";
 import type { Chat, ChatStatus, Message, Part, PartEvent, Queued, Usage } from "./types.ts";
 
 function StatusBadge({ status }: { status: ChatStatus }) {
@@ -42,7 +42,7 @@ export function ChatList() {
                 {c.title || "Untitled chat"}
               </a>
               <StatusBadge status={c.status} />
-              <time>{new Date(c.updated_at).toLocaleString()}</time>
+              <When iso={c.updated_at} />
             </li>
           ))}
         </ul>

@@ -6,7 +6,7 @@
 import { useState } from "react";
 import type { ProcessInfo, ProcessOutputResponse } from "../../src/contract/types.ts";
 import { api } from "./api.ts";
-import { ErrorNote, useApi, useInterval } from "./widgets.tsx";
+import { ErrorNote, useAction, useApi, useInterval, When } from "./widgets.tsx";
 
 /** How often a running process's output, and the process list, are read again. */
 const POLL_MS = 1000;
@@ -40,23 +40,16 @@ function ProcessRow({
   onChanged: () => void;
 }) {
   const [open, setOpen] = useState(false);
-  const [error, setError] = useState<string>();
-  const [stopping, setStopping] = useState(false);
+  const action = useAction();
+  const stopping = action.busy !== undefined;
   const out = useProcessOutput(chatId, p.id, { read: open, poll: p.running });
-  const stop = async (signal: "terminate" | "kill") => {
-    setStopping(true);
-    setError(undefined);
-    try {
+  const stop = (signal: "terminate" | "kill") =>
+    action.run(signal, async () => {
       await api("POST", `/chats/${chatId}/processes/${encodeURIComponent(p.id)}/signal`, {
         signal,
       });
       onChanged();
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setStopping(false);
-    }
-  };
+    });
   // The contract's exit code of a process ended by a signal is -1.
   const state = p.running
     ? "running"
@@ -71,7 +64,7 @@ function ProcessRow({
       <div className="row small-row">
         {/* The state last: its width changes when the process ends, and moves nothing. */}
         <span className="muted">
-          started {new Date(p.started_at_unix * 1000).toLocaleTimeString()}
+          started <When iso={new Date(p.started_at_unix * 1000).toISOString()} style="time" />
         </span>
         {p.background && <span className="muted">background</span>}
         <span className={`badge ${p.running ? "running" : "waiting"}`}>{state}</span>
@@ -100,11 +93,7 @@ function ProcessRow({
           </>
         )}
       </div>
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={action.error} />
       {open && (
         <pre className="output" data-testid="process-output">
           {out === undefined ? "…" : out.output || "(no output)"}

@@ -3,7 +3,7 @@
 // its execution interval is billable (CHATD.md 9); runTool adds the interval itself.
 
 import {
-  AgentConnectionError,
+  isLostAnswer,
   sleep,
   toolCallUuid,
   type AgentClient,
@@ -82,7 +82,7 @@ export async function resending<T>(
   send: (bound: { signal: AbortSignal; timeoutMs: number }, laterMs: number) => Promise<T>,
 ): Promise<T> {
   const first = ctx.clock.now();
-  for (const pause of [...RESEND_PAUSES_MS, undefined]) {
+  for (let resent = 0; ; resent++) {
     const laterMs = ctx.clock.now() - first;
     try {
       return await send(
@@ -90,6 +90,7 @@ export async function resending<T>(
         laterMs,
       );
     } catch (err) {
+      const pause = RESEND_PAUSES_MS[resent];
       const resend =
         isLostAnswer(err) &&
         !ctx.signal.aborted &&
@@ -99,10 +100,4 @@ export async function resending<T>(
       await sleep(ctx.clock, pause, ctx.signal);
     }
   }
-  throw new Error("unreachable: the last try throws or answers");
-}
-
-/** The connection was lost after the request went out: sending it again may get the answer. */
-export function isLostAnswer(err: unknown): boolean {
-  return err instanceof AgentConnectionError && err.phase === "exchange";
 }

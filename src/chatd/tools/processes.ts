@@ -4,13 +4,13 @@
 
 import {
   assertNever,
+  isLostAnswer,
   sleep,
   type ProcessOutputResponse,
   type StartProcessRequest,
 } from "../../contract/index.ts";
 import {
   answerBound,
-  isLostAnswer,
   resending,
   RESEND_PAUSES_MS,
   toolCallOf,
