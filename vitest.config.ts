@@ -1,9 +1,50 @@
 import { defineConfig } from "vitest/config";
 
+// Three projects, so a change can be checked in seconds (`npx vitest run --project unit`):
+// - unit: pure functions and in-process servers with no database and no child process;
+// - db: against PGlite, and Postgres too when TETHER_TEST_DATABASE_URL is set;
+// - e2e: real processes (agents, servers, replicas), the browser, the chaos and fuzz campaigns.
+// A new test file lands in e2e unless it is listed in unit or db.
+const UNIT = [
+  "src/contract/**/*.test.ts",
+  "src/metrics/**/*.test.ts",
+  "src/model/**/*.test.ts",
+  "src/cli/log.test.ts",
+  "src/agent/files/**/*.test.ts",
+  "src/agent/toolcalls/**/*.test.ts",
+  "src/agent/processes/output.test.ts",
+  "src/api/web.test.ts",
+  "src/chatd/billing.test.ts",
+  "src/chatd/chats.test.ts",
+  "src/chatd/db/values.test.ts",
+  "src/chatd/tools/declarations.test.ts",
+  "src/chatd/tools/duration.test.ts",
+  "src/chatd/tools/truncate.test.ts",
+  "test/chaos/checker.test.ts",
+  "test/support/fake-provider.test.ts",
+  "test/web/build.test.ts",
+];
+const DB = [
+  "src/chatd/db/**/*.test.ts",
+  "src/api/auth.test.ts",
+  "src/api/chats.test.ts",
+  "src/api/models.test.ts",
+  "src/api/openapi.test.ts",
+  "src/api/relay.test.ts",
+  "src/api/stream.test.ts",
+  "src/api/usage.test.ts",
+  "test/chatd/cost.test.ts",
+  "test/chatd/transitions.test.ts",
+];
+const ALL = ["src/**/*.test.ts", "test/**/*.test.ts"];
+const shared = { testTimeout: 20_000, hookTimeout: 20_000 };
+
 export default defineConfig({
   test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    projects: [
+      { test: { ...shared, name: "unit", include: UNIT } },
+      { test: { ...shared, name: "db", include: DB, exclude: UNIT } },
+      { test: { ...shared, name: "e2e", include: ALL, exclude: [...UNIT, ...DB] } },
+    ],
   },
 });

@@ -12,11 +12,11 @@ export interface AgentPoolOptions {
   onRequest?: (r: AgentRequestRecord) => void;
 }
 
-/** The workspace's agent URL is one the client cannot speak to (only http is). */
+/** The workspace's agent URL is one the client cannot speak to (only http and https are). */
 export class UnsupportedAgentUrlError extends Error {
   override readonly name = "UnsupportedAgentUrlError";
   constructor(readonly workspaceId: string) {
-    super(`The agent URL of workspace ${workspaceId} is not http; only http agents are supported.`);
+    super(`The agent URL of workspace ${workspaceId} is not an http or https URL.`);
   }
 }
 
@@ -33,7 +33,7 @@ export class AgentPool {
 
   /**
    * The client of the workspace's agent, or undefined when the workspace row is gone. Throws
-   * UnsupportedAgentUrlError when the row's URL is not http (the API takes https ones).
+   * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
     const r = await this.#db.query<{ agent_url: string; agent_token: string | null }>(
@@ -45,7 +45,7 @@ export class AgentPool {
     const key = `${w.agent_url} ${w.agent_token ?? ""}`;
     let client = this.#clients.get(key);
     if (!client) {
-      if (!URL.canParse(w.agent_url) || new URL(w.agent_url).protocol !== "http:")
+      if (!URL.canParse(w.agent_url) || !/^https?:$/.test(new URL(w.agent_url).protocol))
         throw new UnsupportedAgentUrlError(workspaceId);
       client = new AgentClient({
         baseUrl: w.agent_url,

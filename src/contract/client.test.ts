@@ -3,13 +3,13 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   AgentClient,
-  AgentConnectionError,
   AgentTimeoutError,
   type AgentRequestRecord,
   type ToolCall,
 } from "./client.ts";
 import type { Clock } from "./clock.ts";
 import { AgentHttpError, ToolCallError } from "./errors.ts";
+import { AgentConnectionError } from "./transport.ts";
 import { parseChatId, toMessageId } from "./ids.ts";
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void;

@@ -1,9 +1,9 @@
-// The agent client chatd uses (CONTRACT.md 9). A request with a tool call gets a connected
-// socket first (pooled or new) and only then stamps the age header (age + time spent
-// connecting), so waiting for a restarting agent never makes the age stale; it never follows
-// a redirect and every call is bounded.
+// The agent client chatd uses (CONTRACT.md 9): one typed method per route of the contract.
+// It builds each request and reads its answer; a transport (transport.ts) moves the bytes and
+// stamps the tool call headers only once connected (age + time spent connecting), so waiting
+// for a restarting agent never makes the age stale. It never follows a redirect, and every
+// call is bounded.
 
-import http from "node:http";
 import { realClock, type Clock } from "./clock.ts";
 import { AgentHttpError, decodeToolCallError } from "./errors.ts";
 import {
@@ -27,6 +27,7 @@ import type {
   StartProcessRequest,
   StartProcessResponse,
 } from "./types.ts";
+import { HttpTransport, type AddressPolicy, type AgentTransport } from "./transport.ts";
 import { toolCallUuid } from "./uuid.ts";
 
 /** Default bound of one request when the caller gives none. */
@@ -54,8 +55,12 @@ export interface ChatScope {
 }
 
 export interface AgentClientOptions {
-  /** `http://host:port` of the agent. */
-  baseUrl: string;
+  /** `http(s)://host:port` of the agent, reached over HTTP; or give `transport`. */
+  baseUrl?: string;
+  /** How requests reach the agent (an agent's dial-out connection); an HttpTransport of `baseUrl` by default. */
+  transport?: AgentTransport;
+  /** With `baseUrl`: checked against every address a new connection is about to use. */
+  allowAddress?: AddressPolicy;
   token?: string;
   /** Measures the time spent connecting; the real clock by default. */
   clock?: Clock;
@@ -83,27 +88,6 @@ export interface AgentRequestRecord {
   toolCall?: ToolCall;
   /** The chat a read-only request acted for, if any. */
   chatId?: ChatId;
-}
-
-/** The agent could not be reached, or the connection failed before a full answer arrived. */
-export class AgentConnectionError extends Error {
-  override readonly name = "AgentConnectionError";
-  constructor(
-    message: string,
-    /** `connect`: nothing was sent; `exchange`: the request may have reached the agent. */
-    readonly phase: "connect" | "exchange",
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/**
- * The connection was lost after the request went out: it may have reached the agent (and had
- * its effect), and sending it again may get the answer.
- */
-export function isLostAnswer(err: unknown): boolean {
-  return err instanceof AgentConnectionError && err.phase === "exchange";
 }
 
 /** The request's own bound ran out before the agent answered. */
@@ -134,26 +118,30 @@ interface RequestSpec {
 }
 
 export class AgentClient {
-  readonly #url: URL;
+  readonly #transport: AgentTransport;
   readonly #token: string | undefined;
   readonly #clock: Clock;
   readonly #defaultTimeoutMs: number;
   readonly #onRequest: ((r: AgentRequestRecord) => void) | undefined;
-  readonly #keepAlive = new http.Agent({ keepAlive: true });
 
   constructor(options: AgentClientOptions) {
-    this.#url = new URL(options.baseUrl);
-    if (this.#url.protocol !== "http:")
-      throw new Error(`Agent URL must be http: ${options.baseUrl}`);
-    this.#token = options.token;
     this.#clock = options.clock ?? realClock;
+    if (options.transport) this.#transport = options.transport;
+    else if (options.baseUrl !== undefined)
+      this.#transport = new HttpTransport({
+        baseUrl: options.baseUrl,
+        clock: this.#clock,
+        ...(options.allowAddress && { allowAddress: options.allowAddress }),
+      });
+    else throw new Error("An agent client needs a baseUrl or a transport.");
+    this.#token = options.token;
     this.#defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#onRequest = options.onRequest;
   }
 
-  /** Closes idle keep-alive connections. */
+  /** Closes idle connections. */
   close(): void {
-    this.#keepAlive.destroy();
+    this.#transport.close();
   }
 
   // ---- routes --------------------------------------------------------------------------
@@ -378,12 +366,8 @@ export class AgentClient {
     }
   }
 
-  /**
-   * One request over a connected socket: a pooled keep-alive connection when one is idle,
-   * else a new one. Nothing is written until the socket is connected; only then are the
-   * tool call headers stamped, with the age plus the time spent getting the connection.
-   */
-  #exchange(spec: RequestSpec, signal: AbortSignal): Promise<RawAnswer> {
+  /** Builds the request's bytes and headers; the transport stamps the tool call headers once connected. */
+  async #exchange(spec: RequestSpec, signal: AbortSignal): Promise<RawAnswer> {
     let path = spec.path;
     if (spec.query) {
       const q = new URLSearchParams();
@@ -396,86 +380,29 @@ export class AgentClient {
     if (spec.contentType) headers["content-type"] = spec.contentType;
     if (spec.chatId) headers[CHAT_ID_HEADER] = spec.chatId;
     if (spec.body) headers["content-length"] = String(spec.body.length);
-    const began = this.#clock.now();
-    return new Promise((resolve, reject) => {
-      const req = http.request({
-        host: this.#url.hostname,
-        port: this.#url.port || 80,
+    const toolCall = spec.toolCall;
+    const a = await this.#transport.exchange(
+      {
         method: spec.method,
         path,
         headers,
-        agent: this.#keepAlive,
-      });
-      let sent = false;
-      const onAbort = () => {
-        req.destroy();
-        reject(signal.reason as Error);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      const send = () => {
-        if (sent || signal.aborted) return;
-        sent = true;
-        if (spec.toolCall) {
-          const { ageMs, ...rest } = spec.toolCall;
-          const stamped = toolCallRequestHeaders(spec.toolCall.chatId, {
-            ...rest,
-            ageMs: ageMs + (this.#clock.now() - began),
-          });
-          for (const [name, value] of Object.entries(stamped)) req.setHeader(name, value);
-        }
-        req.end(spec.body);
-      };
-      req.once("socket", (s) => {
-        if (s.connecting) s.once("connect", send);
-        else send();
-      });
-      req.once("error", (err) => {
-        signal.removeEventListener("abort", onAbort);
-        if (signal.aborted) return;
-        const phase = sent ? "exchange" : "connect";
-        const what = phase === "connect" ? "Cannot connect to" : "Lost the connection to";
-        reject(
-          new AgentConnectionError(`${what} the workspace agent: ${err.message}`, phase, {
-            cause: err,
-          }),
-        );
-      });
-      req.once("response", (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        // "close" follows both a full answer ("end" first) and a cut one (no "end").
-        res.once("error", () => undefined);
-        res.once("close", () => {
-          signal.removeEventListener("abort", onAbort);
-          if (signal.aborted) return;
-          if (!res.complete) {
-            reject(
-              new AgentConnectionError(
-                "Lost the connection to the workspace agent mid-answer.",
-                "exchange",
-              ),
-            );
-            return;
-          }
-          resolve({
-            status: res.statusCode ?? 0,
-            contentType: res.headers["content-type"],
-            body: Buffer.concat(chunks),
-            runAgeMs: parseRunAgeRaw(res),
-          });
-        });
-      });
-    });
+        ...(spec.body && { body: spec.body }),
+        ...(toolCall && {
+          stamp: (connectMs: number) => {
+            const { ageMs, ...rest } = toolCall;
+            return toolCallRequestHeaders(toolCall.chatId, { ...rest, ageMs: ageMs + connectMs });
+          },
+        }),
+      },
+      signal,
+    );
+    return {
+      status: a.status,
+      contentType: a.contentType,
+      body: a.body,
+      runAgeMs: parseRunAgeHeader(a.headerValues(RUN_AGE_HEADER.toLowerCase())),
+    };
   }
-}
-
-function parseRunAgeRaw(res: http.IncomingMessage): number {
-  const name = RUN_AGE_HEADER.toLowerCase();
-  const values: string[] = [];
-  for (let i = 0; i < res.rawHeaders.length; i += 2) {
-    if (res.rawHeaders[i]!.toLowerCase() === name) values.push(res.rawHeaders[i + 1]!);
-  }
-  return parseRunAgeHeader(values);
 }
 
 function parse(a: RawAnswer): unknown {

@@ -6,4 +6,5 @@ export * from "./errors.ts";
 export * from "./headers.ts";
 export * from "./types.ts";
 export * from "./client.ts";
+export * from "./transport.ts";
 export * from "./assert.ts";
