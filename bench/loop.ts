@@ -13,7 +13,7 @@ import { streamText, type ModelMessage } from "ai";
 import { openDatabase, type Database } from "../src/chatd/db/index.ts";
 import { StreamBuffer } from "../src/chatd/stream.ts";
 import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
-import { createChat, loadChat, loadHistory } from "../src/chatd/transitions.ts";
+import { createChat, loadChat, loadHistory } from "../src/chatd/transitions/index.ts";
 import { Worker } from "../src/chatd/worker/worker.ts";
 import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
 import { FREE } from "../src/chatd/billing.ts";

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { staff } from "./auth.ts";
 import { Int64String, parse } from "./errors.ts";
 import { auditEntryView } from "./views.ts";

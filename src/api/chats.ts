@@ -17,8 +17,8 @@ import {
   removeQueued,
   sendMessage,
   type SendResult,
-} from "../chatd/transitions.ts";
-import type { ApiContext } from "./app.ts";
+} from "../chatd/transitions/index.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";

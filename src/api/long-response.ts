@@ -4,7 +4,7 @@
 
 import type { ServerResponse } from "node:http";
 import type { FastifyReply } from "fastify";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 
 export interface LongResponse {
   readonly closed: boolean;

@@ -3,7 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { EXPOSITION_CONTENT_TYPE } from "../metrics/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 
 export function metricsRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const registry = ctx.metrics;

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff, staff } from "./auth.ts";
 import { PROVIDER_NAMES } from "../model/index.ts";

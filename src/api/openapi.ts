@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { AuditQuery } from "./audit.ts";
 import { LoginBody, PUBLIC_ROUTES } from "./auth.ts";
 import {

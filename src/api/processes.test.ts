@@ -14,7 +14,8 @@ import {
   toolCallUuid,
   type AgentRequestRecord,
 } from "../contract/index.ts";
-import { createApi, type ApiOptions } from "./app.ts";
+import { createApi } from "./app.ts";
+import type { ApiOptions } from "./context.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
 
 const AGENT_TOKEN = "agent-token-f3a9c1-never-answered";

@@ -19,7 +19,7 @@ import {
   type AgentClient,
   type ChatId,
 } from "../contract/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller } from "./auth.ts";
 import { ownedChat, readableChat } from "./chats.ts";

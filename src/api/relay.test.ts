@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { registerReplica } from "../chatd/replicas.ts";
 import { StreamBuffer, type PartEvent } from "../chatd/stream.ts";
-import { abandon, acquire, loadChat } from "../chatd/transitions.ts";
+import { abandon, acquire, loadChat } from "../chatd/transitions/index.ts";
 import { createApi } from "./app.ts";
 import { PartCursor } from "./relay.ts";
 import { openSse, startTestApi, type SseEvent, type SseReader } from "./test-support.ts";

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { StreamBuffer, type StreamListener } from "../chatd/stream.ts";
-import { sendMessage } from "../chatd/transitions.ts";
+import { sendMessage } from "../chatd/transitions/index.ts";
 import {
   openSse,
   startTestApi,

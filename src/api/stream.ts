@@ -7,11 +7,10 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ChatStatus } from "../chatd/chats.ts";
-import type { Database } from "../chatd/db/index.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
-import { CHAT_CHANNEL, loadChat, type ChatChange } from "../chatd/transitions.ts";
-import type { ApiContext } from "./app.ts";
+import { loadChat } from "../chatd/transitions/index.ts";
+import type { ApiContext } from "./context.ts";
 import { caller } from "./auth.ts";
 import { readableChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
@@ -23,65 +22,6 @@ import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
 export const SSE_HEARTBEAT_MS = 15_000;
 /** A client that lets this much output pile up unread is cut off (it reconnects with after_id). */
 export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
-
-type ChangeListener = (change: ChatChange) => void;
-
-/** One LISTEN on CHAT_CHANNEL for the whole API, fanned out to the streams by chat ID. */
-export class ChatChanges {
-  readonly #db: Database;
-  readonly #listeners = new Map<string, Set<ChangeListener>>();
-  #listening: Promise<() => Promise<void>> | undefined;
-
-  constructor(db: Database) {
-    this.#db = db;
-  }
-
-  /** Resolves once notifications for `chatId` reach `listener`; answers the unsubscribe. */
-  async subscribe(chatId: string, listener: ChangeListener): Promise<() => void> {
-    let set = this.#listeners.get(chatId);
-    if (!set) this.#listeners.set(chatId, (set = new Set()));
-    set.add(listener);
-    const unsubscribe = (): void => {
-      set.delete(listener);
-      if (set.size === 0 && this.#listeners.get(chatId) === set) this.#listeners.delete(chatId);
-    };
-    try {
-      await this.#listen();
-    } catch (err) {
-      unsubscribe();
-      throw err;
-    }
-    return unsubscribe;
-  }
-
-  #listen(): Promise<() => Promise<void>> {
-    if (!this.#listening) {
-      const listening = this.#db.listen(CHAT_CHANNEL, (payload) => this.#dispatch(payload));
-      this.#listening = listening;
-      // A failed LISTEN is tried again by the next subscriber.
-      listening.catch(() => {
-        if (this.#listening === listening) this.#listening = undefined;
-      });
-    }
-    return this.#listening;
-  }
-
-  #dispatch(payload: string): void {
-    let change: ChatChange;
-    try {
-      change = JSON.parse(payload) as ChatChange;
-    } catch {
-      return;
-    }
-    for (const l of this.#listeners.get(change.chat_id) ?? []) l(change);
-  }
-
-  async close(): Promise<void> {
-    const listening = this.#listening;
-    this.#listening = undefined;
-    if (listening) await (await listening.catch(() => async () => {}))();
-  }
-}
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
 

@@ -7,7 +7,8 @@ import type { FastifyInstance } from "fastify";
 import type { Database, Queryable } from "../chatd/db/index.ts";
 import type { MessagePart } from "../chatd/messages.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
-import { createApi, type ApiOptions } from "./app.ts";
+import { createApi } from "./app.ts";
+import type { ApiOptions } from "./context.ts";
 
 export interface JsonAnswer {
   status: number;

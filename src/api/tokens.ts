@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, issueToken } from "./auth.ts";
 import { IdParams, notFound, parse } from "./errors.ts";

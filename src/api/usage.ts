@@ -5,7 +5,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
 import { readableChat } from "./chats.ts";
 import { IdParams, parse } from "./errors.ts";

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, Email, hashPassword, issueToken, Password, staff } from "./auth.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";

@@ -3,7 +3,7 @@
 // IDs stay decimal strings and the billing record never reaches a message's parts.
 
 import type { Chat } from "../chatd/chats.ts";
-import type { QueuedMessage } from "../chatd/transitions.ts";
+import type { QueuedMessage } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";

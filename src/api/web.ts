@@ -5,7 +5,7 @@
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
 
 const CONTENT_TYPES: Record<string, string> = {

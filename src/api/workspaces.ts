@@ -10,7 +10,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
 import { realClock } from "../contract/index.ts";
-import type { ApiContext } from "./app.ts";
+import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";

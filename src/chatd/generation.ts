@@ -21,7 +21,12 @@ import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.
 import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
 import type { StreamBuffer } from "./stream.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
-import { commitStep, finishTurn, readForTask, recordGenerationAttempt } from "./transitions.ts";
+import {
+  commitStep,
+  finishTurn,
+  readForTask,
+  recordGenerationAttempt,
+} from "./transitions/index.ts";
 
 export interface ResolvedModel {
   model: LanguageModel;

@@ -12,7 +12,7 @@ import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";
 import type { EpisodeView } from "./stream.ts";
 import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
-import { finishInterruption, readForTask } from "./transitions.ts";
+import { finishInterruption, readForTask } from "./transitions/index.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
 export async function interruptTask(

@@ -4,7 +4,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { Database, Queryable } from "../../src/chatd/db/index.ts";
-import { loadChat } from "../../src/chatd/transitions.ts";
+import { loadChat } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import { startTestAgent, until } from "../support/agent.ts";
 import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";

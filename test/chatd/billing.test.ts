@@ -8,7 +8,7 @@ import { expect, it } from "vitest";
 import type { ChatMessage } from "../../src/chatd/messages.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
-import { interrupt, loadChat } from "../../src/chatd/transitions.ts";
+import { interrupt, loadChat } from "../../src/chatd/transitions/index.ts";
 import { ManualClock } from "../../src/contract/index.ts";
 import { until, type TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, testWorker, useLoops } from "../support/chatd.ts";

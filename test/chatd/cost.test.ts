@@ -2,7 +2,7 @@
 // reported tokens at its model config's prices (integer micro-dollars per million tokens).
 
 import { expect, it } from "vitest";
-import { sendMessage, createChat } from "../../src/chatd/transitions.ts";
+import { sendMessage, createChat } from "../../src/chatd/transitions/index.ts";
 import { settle, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
 

@@ -9,7 +9,7 @@ import { randomInt } from "node:crypto";
 import { expect, it } from "vitest";
 import type { ChatMessage, MessagePart } from "../../src/chatd/messages.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { editMessage, interrupt, loadHistory } from "../../src/chatd/transitions.ts";
+import { editMessage, interrupt, loadHistory } from "../../src/chatd/transitions/index.ts";
 import type { ProcessInfo } from "../../src/contract/index.ts";
 import { until, type TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, useLoops } from "../support/chatd.ts";

@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
 import { StreamBuffer, type LivePart } from "../../src/chatd/stream.ts";
-import { createChat, sendMessage } from "../../src/chatd/transitions.ts";
+import { createChat, sendMessage } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import type { TestAgent } from "../support/agent.ts";
@@ -203,7 +203,7 @@ describeDatabases("chat loop under faults", (db) => {
       { toolCalls: [{ id: "x", name: "execute", args: { command: "true" } }] },
       { text: "ok" },
     );
-    const { createChat } = await import("../../src/chatd/transitions.ts");
+    const { createChat } = await import("../../src/chatd/transitions/index.ts");
     const chat = await createChat(db(), {
       ownerId: setup.userId,
       workspaceId: setup.workspaceId,

@@ -5,7 +5,7 @@
 import { randomInt, randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
 import { agentRequestObserver, createChatdMetrics } from "../../src/chatd/observe.ts";
-import { interrupt } from "../../src/chatd/transitions.ts";
+import { interrupt } from "../../src/chatd/transitions/index.ts";
 import { createLogger } from "../../src/cli/log.ts";
 import {
   AgentClient,

@@ -7,7 +7,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
-import { interrupt } from "../../src/chatd/transitions.ts";
+import { interrupt } from "../../src/chatd/transitions/index.ts";
 import { until } from "../support/agent.ts";
 import { results, settle, startChat, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";

@@ -18,7 +18,7 @@ import {
   type ChatChange,
   loadQueue,
   removeQueued,
-} from "../../src/chatd/transitions.ts";
+} from "../../src/chatd/transitions/index.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { describeDatabases } from "../support/db.ts";
 

@@ -3,7 +3,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { loadHistory } from "../../src/chatd/transitions.ts";
+import { loadHistory } from "../../src/chatd/transitions/index.ts";
 import { until } from "../support/agent.ts";
 import { settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import {

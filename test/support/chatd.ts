@@ -10,7 +10,7 @@ import { AgentPool } from "../../src/chatd/agents.ts";
 import { pricesOf } from "../../src/chatd/billing.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions.ts";
+import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions/index.ts";
 import { Worker, type WorkerOptions } from "../../src/chatd/worker/worker.ts";
 import { createLanguageModel } from "../../src/model/index.ts";
 import type { ChatMessage } from "../../src/chatd/messages.ts";

@@ -20,7 +20,7 @@ import {
   loadChat,
   recordRetryState,
   type ChatChange,
-} from "../transitions.ts";
+} from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
 import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
 

@@ -1,0 +1,181 @@
+// The API side's transitions (CHATD.md 3): create a chat, send, edit, take back a queued
+// message, interrupt. Each is one transaction through core.ts's `transition`.
+
+import { randomUUID } from "node:crypto";
+import { MessageNotEditableError, titleOf, type Chat } from "../chats.ts";
+import type { Database, Queryable } from "../db/index.ts";
+import type { MessagePart } from "../messages.ts";
+import { loadChat, startTurn, transition, type Locked, type UserInput } from "./core.ts";
+
+export interface CreateChatInput {
+  ownerId: string;
+  workspaceId: string | null;
+  modelConfigId: string | null;
+  /** Default: the first message's first line ({@link titleOf}), or none without a message. */
+  title?: string;
+  message?: string;
+}
+
+export async function createChat(db: Database, input: CreateChatInput): Promise<Chat> {
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title) VALUES ($1, $2, $3, $4, $5)`,
+    [
+      id,
+      input.ownerId,
+      input.workspaceId,
+      input.modelConfigId,
+      input.title ?? titleOf(input.message ?? ""),
+    ],
+  );
+  if (input.message !== undefined) await sendMessage(db, id, input.ownerId, input.message, "queue");
+  return (await loadChat(db, id))!;
+}
+
+export interface SendResult {
+  messageId?: string;
+  queued: boolean;
+}
+
+/**
+ * A user message: into history at once when the chat is idle (it starts running), queued
+ * when it is busy (it runs when the turn ends). `interrupt` also asks the running turn to
+ * stop (CHATD.md 8).
+ */
+export async function sendMessage(
+  db: Database,
+  chatId: string,
+  userId: string,
+  text: string,
+  busy: "queue" | "interrupt",
+): Promise<SendResult> {
+  return transition(db, chatId, async (l) => {
+    if (isIdle(l.chat)) {
+      const m = await startTurn(l, { content: textContent(text), createdBy: userId });
+      return { messageId: m.id, queued: false };
+    }
+    await enqueue(l, { content: textContent(text), createdBy: userId });
+    if (busy === "interrupt") await askToStop(l);
+    return { queued: true };
+  });
+}
+
+/**
+ * Replaces user message `messageId` with `text` and discards the history after it (CHATD.md
+ * 3). An idle chat starts again from the edit at once; a busy one is interrupted first, so
+ * the running calls get their real results (canceled, not run, ...) before the branch they
+ * belong to is discarded, and the edit takes effect when the interruption ends. A newer edit
+ * replaces an edit still waiting.
+ */
+export async function editMessage(
+  db: Database,
+  chatId: string,
+  userId: string,
+  messageId: string,
+  text: string,
+): Promise<SendResult> {
+  return transition(db, chatId, async (l) => {
+    const r = await l.tx.query<{ role: string }>(
+      "SELECT role FROM chat_messages WHERE id = $1 AND chat_id = $2 AND NOT deleted AND visibility <> 'model'",
+      [messageId, chatId],
+    );
+    const target = r.rows[0];
+    if (!target) throw new MessageNotEditableError(messageId, "not_found");
+    if (target.role !== "user") throw new MessageNotEditableError(messageId, "not_user_message");
+    const edit = { content: textContent(text), createdBy: userId, editOf: messageId };
+    if (isIdle(l.chat)) {
+      const m = await startTurn(l, edit);
+      return { messageId: m.id, queued: false };
+    }
+    await l.tx.query(
+      "DELETE FROM chat_queued_messages WHERE chat_id = $1 AND edit_of IS NOT NULL",
+      [chatId],
+    );
+    await enqueue(l, edit);
+    await askToStop(l);
+    return { queued: true };
+  });
+}
+
+/** A message waiting in a chat's queue: a message sent while busy, or an edit in waiting. */
+export interface QueuedMessage {
+  id: string;
+  content: MessagePart[];
+  createdBy: string | null;
+  createdAt: Date;
+  /** The message this one replaces when it runs (an edit), if it is one. */
+  editOf: string | null;
+}
+
+/** The chat's queue in the order it runs: an edit first (it interrupted the turn), then FIFO. */
+export async function loadQueue(q: Queryable, chatId: string): Promise<QueuedMessage[]> {
+  const r = await q.query<{
+    id: string;
+    content: MessagePart[];
+    created_by: string | null;
+    created_at: Date;
+    edit_of: string | null;
+  }>(
+    `SELECT id::text, content, created_by, created_at, edit_of::text FROM chat_queued_messages
+     WHERE chat_id = $1 ORDER BY edit_of IS NULL, id`,
+    [chatId],
+  );
+  return r.rows.map((m) => ({
+    id: m.id,
+    content: m.content,
+    createdBy: m.created_by,
+    createdAt: m.created_at,
+    editOf: m.edit_of,
+  }));
+}
+
+/**
+ * Takes a queued message out of the queue before it runs; false when it is not there (it ran
+ * already, or never was). An edit in waiting cannot be taken out: its interruption is under
+ * way and the history it discards is already decided.
+ */
+export async function removeQueued(
+  db: Database,
+  chatId: string,
+  queuedId: string,
+): Promise<boolean> {
+  return transition(db, chatId, async (l) => {
+    const r = await l.tx.query(
+      "DELETE FROM chat_queued_messages WHERE id = $1 AND chat_id = $2 AND edit_of IS NULL RETURNING id",
+      [queuedId, chatId],
+    );
+    if (r.rows.length === 0) return false;
+    await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [chatId, l.version]);
+    return true;
+  });
+}
+
+function textContent(text: string): MessagePart[] {
+  return [{ type: "text", text }];
+}
+
+function isIdle(chat: Chat): boolean {
+  return chat.status === "waiting" || chat.status === "error";
+}
+
+async function enqueue(l: Locked, input: UserInput): Promise<void> {
+  await l.tx.query(
+    "INSERT INTO chat_queued_messages (chat_id, content, created_by, edit_of) VALUES ($1, $2, $3, $4)",
+    [l.chat.id, JSON.stringify(input.content), input.createdBy, input.editOf ?? null],
+  );
+  await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [l.chat.id, l.version]);
+}
+
+async function askToStop(l: Locked): Promise<void> {
+  if (l.chat.status === "running") {
+    await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [l.chat.id]);
+  }
+}
+
+/** Asks a running chat to stop (CHATD.md 8); anything else is left as it is. */
+export async function interrupt(db: Database, chatId: string): Promise<Chat["status"]> {
+  return transition(db, chatId, async (l) => {
+    await askToStop(l);
+    return l.chat.status === "running" ? "interrupting" : l.chat.status;
+  });
+}

@@ -1,0 +1,185 @@
+// Transitions (CHATD.md 3), the mechanism both sides share: every change of a chat's execution
+// state is one transaction that locks the chat row, bumps snapshot_version first, then writes;
+// a message insert moves history_version and resets generation_attempt; a notification goes out
+// on commit (pg_notify is delivered only if the commit happens). The API's transitions are in
+// api.ts, the worker's (fenced on ownership) in worker.ts.
+
+import { ChatNotFoundError, rowToChat, type Chat } from "../chats.ts";
+import type { Database, Queryable } from "../db/index.ts";
+import {
+  rowToMessage,
+  unresolvedToolCalls,
+  type ChatMessage,
+  type MessagePart,
+  type NewMessage,
+} from "../messages.ts";
+
+/** LISTEN/NOTIFY channel of chat changes; the payload is a JSON {@link ChatChange}. */
+export const CHAT_CHANNEL = "tether_chats";
+
+export interface ChatChange {
+  chat_id: string;
+  snapshot_version: string;
+  history_version: string;
+  status: Chat["status"];
+  runner_id: string | null;
+}
+
+export async function notifyChange(tx: Queryable, chatId: string): Promise<void> {
+  const r = await tx.query<{
+    snapshot_version: string;
+    history_version: string;
+    status: Chat["status"];
+    runner_id: string | null;
+  }>("SELECT snapshot_version, history_version, status, runner_id FROM chats WHERE id = $1", [
+    chatId,
+  ]);
+  const c = r.rows[0]!;
+  const change: ChatChange = { chat_id: chatId, ...c };
+  await tx.query("SELECT pg_notify($1, $2)", [CHAT_CHANNEL, JSON.stringify(change)]);
+}
+
+/** A transition's view: the locked chat and the snapshot version it now writes at. */
+export interface Locked {
+  tx: Queryable;
+  chat: Chat;
+  version: string;
+}
+
+export async function transition<T>(
+  db: Database,
+  chatId: string,
+  fn: (l: Locked) => Promise<T>,
+): Promise<T> {
+  return db.transaction(async (tx) => {
+    const found = await tx.query("SELECT * FROM chats WHERE id = $1 FOR UPDATE", [chatId]);
+    if (found.rows.length === 0) throw new ChatNotFoundError(chatId);
+    const bumped = await tx.query<{ snapshot_version: string }>(
+      "UPDATE chats SET snapshot_version = snapshot_version + 1, updated_at = now() WHERE id = $1 RETURNING snapshot_version",
+      [chatId],
+    );
+    const version = bumped.rows[0]!.snapshot_version;
+    const result = await fn({ tx, chat: rowToChat(found.rows[0]!), version });
+    await notifyChange(tx, chatId);
+    return result;
+  });
+}
+
+export async function insertMessages(l: Locked, messages: NewMessage[]): Promise<ChatMessage[]> {
+  const inserted: ChatMessage[] = [];
+  for (const m of messages) {
+    const r = await l.tx.query(
+      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros, revision)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      [
+        l.chat.id,
+        m.role,
+        m.visibility,
+        JSON.stringify(m.content),
+        m.createdBy ?? null,
+        m.inputTokens ?? 0,
+        m.outputTokens ?? 0,
+        Math.round(m.runtimeMs ?? 0),
+        m.costMicros ?? 0,
+        m.revision ?? 0,
+      ],
+    );
+    inserted.push(rowToMessage(r.rows[0]!));
+  }
+  if (messages.length > 0) {
+    await l.tx.query(
+      "UPDATE chats SET history_version = $2, generation_attempt = 0 WHERE id = $1",
+      [l.chat.id, l.version],
+    );
+  }
+  return inserted;
+}
+
+/** The chat's history as the model and the worker see it (deleted messages left out). */
+export async function loadHistory(q: Queryable, chatId: string): Promise<ChatMessage[]> {
+  const r = await q.query(
+    "SELECT * FROM chat_messages WHERE chat_id = $1 AND NOT deleted ORDER BY id",
+    [chatId],
+  );
+  return r.rows.map(rowToMessage);
+}
+
+export async function loadChat(q: Queryable, chatId: string): Promise<Chat | undefined> {
+  const r = await q.query("SELECT * FROM chats WHERE id = $1", [chatId]);
+  return r.rows[0] ? rowToChat(r.rows[0]) : undefined;
+}
+
+/**
+ * C7: before a user message goes in, every tool call of the latest assistant message that
+ * has no result gets one, so history never holds a call without exactly one result. These
+ * calls were committed but their turn ended (an error, a lost task) before a result was: the
+ * honest answer is that their outcome is unknown.
+ */
+export async function answerOutstanding(
+  l: Locked,
+  why: "turn_ended" | "interrupted" = "turn_ended",
+): Promise<void> {
+  const open = unresolvedToolCalls(await loadHistory(l.tx, l.chat.id));
+  if (!open) return;
+  await insertMessages(
+    l,
+    open.calls.map((c) => ({
+      role: "tool",
+      visibility: "both",
+      content: [
+        {
+          type: "tool-result",
+          tool_call_id: c.toolCallId,
+          tool_name: c.toolName,
+          is_error: false,
+          result: {
+            status: "unknown",
+            reason: why,
+            note:
+              why === "interrupted"
+                ? "The user interrupted the turn before this call's result was recorded; it may or may not have run. Check its effects before repeating it."
+                : "The turn ended before this call's result was recorded; it may or may not have run. Check its effects before repeating it.",
+          },
+        },
+      ],
+    })),
+  );
+}
+
+/** A user message to put in history, or an edit of `editOf`. */
+export interface UserInput {
+  content: MessagePart[];
+  createdBy: string | null;
+  editOf?: string | null;
+}
+
+/**
+ * Puts a user message into history and runs the chat. Outstanding calls get a result first
+ * (C7); an edit then discards the replaced message and everything after it.
+ */
+export async function startTurn(l: Locked, input: UserInput): Promise<ChatMessage> {
+  await answerOutstanding(l);
+  let revision = 0;
+  if (input.editOf) {
+    const replaced = await l.tx.query<{ id: string; revision: number }>(
+      "UPDATE chat_messages SET deleted = true WHERE chat_id = $1 AND id >= $2 AND NOT deleted RETURNING id, revision",
+      [l.chat.id, input.editOf],
+    );
+    const old = replaced.rows.find((m) => m.id === input.editOf);
+    revision = (old?.revision ?? 0) + 1;
+  }
+  const [m] = await insertMessages(l, [
+    {
+      role: "user",
+      visibility: "both",
+      content: input.content,
+      createdBy: input.createdBy,
+      revision,
+    },
+  ]);
+  await l.tx.query(
+    "UPDATE chats SET status = 'running', last_error = NULL, retry_state = NULL WHERE id = $1",
+    [l.chat.id],
+  );
+  return m!;
+}

@@ -1,0 +1,235 @@
+// The worker side's transitions (CHATD.md 3, 4): acquire and renew leases, read for a task, and
+// the fenced writes of a task — commit a step, count an attempt, record a retry, finish the
+// turn, the interruption or with an error, and let go. A stale task's write fails its fence.
+
+import { ChatNotFoundError, checkFence, rowToChat, type Chat, type Fence } from "../chats.ts";
+import type { Database } from "../db/index.ts";
+import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
+import {
+  answerOutstanding,
+  insertMessages,
+  loadHistory,
+  notifyChange,
+  startTurn,
+  transition,
+  type Locked,
+} from "./core.ts";
+
+export interface Acquired {
+  chatId: string;
+  runnerId: string;
+  /** The worker that owned the chat before (a takeover), or null when nobody did. */
+  previousWorkerId: string | null;
+}
+
+/**
+ * Claims up to `limit` runnable chats (running or interrupting) that nobody owns or whose
+ * lease is older than `leaseMs`, each with a fresh runner ID and lease. `ignoreLeases`
+ * takes every runnable chat at once (a single replica starting up on its own database).
+ */
+export async function acquire(
+  db: Database,
+  workerId: string,
+  o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
+): Promise<Acquired[]> {
+  return db.transaction(async (tx) => {
+    const r = await tx.query<{ id: string; runner_id: string; previous_worker_id: string | null }>(
+      `WITH claim AS (
+         SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
+         WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
+           AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
+                OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
+         ORDER BY c.updated_at
+         LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED)
+       UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
+                        snapshot_version = snapshot_version + 1, updated_at = now()
+       FROM claim WHERE chats.id = claim.id
+       RETURNING chats.id, chats.runner_id, claim.previous_worker_id`,
+      [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false],
+    );
+    for (const c of r.rows) {
+      await tx.query(
+        `INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, now())
+         ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now()`,
+        [c.id, c.runner_id],
+      );
+      await notifyChange(tx, c.id);
+    }
+    return r.rows.map((c) => ({
+      chatId: c.id,
+      runnerId: c.runner_id,
+      previousWorkerId: c.previous_worker_id,
+    }));
+  });
+}
+
+/**
+ * Renews, in one statement, the lease of every chat this worker still owns through one of
+ * `runnerIds` (its live runners); answers those chats. A chat owned in the database with no
+ * live runner is not renewed, so its lease runs out and it is acquired again.
+ */
+export async function heartbeat(
+  db: Database,
+  workerId: string,
+  runnerIds: string[],
+): Promise<Set<string>> {
+  const r = await db.query<{ chat_id: string }>(
+    `UPDATE chat_heartbeats h SET heartbeat_at = now() FROM chats c
+     WHERE c.id = h.chat_id AND c.worker_id = $1 AND c.runner_id = h.runner_id
+       AND h.runner_id = ANY($2::uuid[])
+     RETURNING h.chat_id`,
+    [workerId, runnerIds],
+  );
+  return new Set(r.rows.map((x) => x.chat_id));
+}
+
+/** A task's locked read: the chat, checked against the fence, and its history. */
+export async function readForTask(
+  db: Database,
+  fence: Fence,
+): Promise<{ chat: Chat; history: ChatMessage[] }> {
+  return db.transaction(async (tx) => {
+    const r = await tx.query("SELECT * FROM chats WHERE id = $1 FOR SHARE", [fence.chatId]);
+    if (!r.rows[0]) throw new ChatNotFoundError(fence.chatId);
+    const chat = rowToChat(r.rows[0]);
+    checkFence(chat, fence);
+    return { chat, history: await loadHistory(tx, fence.chatId) };
+  });
+}
+
+/** Commits a generation step (an assistant message, or a batch's results); history moves. */
+export async function commitStep(
+  db: Database,
+  fence: Fence,
+  messages: NewMessage[],
+): Promise<ChatMessage[]> {
+  return transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    return insertMessages(l, messages);
+  });
+}
+
+/** Counts a generation attempt for the current history (the stream buffer's episode key). */
+export async function recordGenerationAttempt(db: Database, fence: Fence): Promise<number> {
+  return transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    const r = await l.tx.query<{ generation_attempt: number }>(
+      "UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = $1 RETURNING generation_attempt",
+      [fence.chatId],
+    );
+    return r.rows[0]!.generation_attempt;
+  });
+}
+
+export async function recordRetryState(db: Database, fence: Fence, state: unknown): Promise<void> {
+  await transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    await l.tx.query("UPDATE chats SET retry_state = $2 WHERE id = $1", [
+      fence.chatId,
+      JSON.stringify(state),
+    ]);
+  });
+}
+
+const RELEASE = "worker_id = NULL, runner_id = NULL, retry_state = NULL";
+
+async function release(l: Locked): Promise<void> {
+  await l.tx.query("DELETE FROM chat_heartbeats WHERE chat_id = $1", [l.chat.id]);
+}
+
+/**
+ * The turn is over: the next queued message starts the next turn (the chat stays running),
+ * or the chat waits for the user and its runner lets go.
+ */
+export async function finishTurn(db: Database, fence: Fence): Promise<"running" | "waiting"> {
+  return transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    return popQueueOrWait(l);
+  });
+}
+
+/** The next queued input (an edit before any message: it is what interrupted the turn). */
+async function popQueueOrWait(l: Locked): Promise<"running" | "waiting"> {
+  const next = await l.tx.query<{
+    content: MessagePart[];
+    created_by: string | null;
+    edit_of: string | null;
+  }>(
+    `DELETE FROM chat_queued_messages WHERE id = (
+       SELECT id FROM chat_queued_messages WHERE chat_id = $1 ORDER BY edit_of IS NULL, id LIMIT 1)
+     RETURNING content, created_by, edit_of`,
+    [l.chat.id],
+  );
+  const queued = next.rows[0];
+  if (queued) {
+    await startTurn(l, {
+      content: queued.content,
+      createdBy: queued.created_by,
+      editOf: queued.edit_of,
+    });
+    await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [l.chat.id, l.version]);
+    return "running";
+  }
+  await l.tx.query(`UPDATE chats SET status = 'waiting', ${RELEASE} WHERE id = $1`, [l.chat.id]);
+  await release(l);
+  return "waiting";
+}
+
+/**
+ * Ends an interruption (CHATD.md 8 step 4): the interrupt task's `messages` (the partial
+ * assistant message, one result per unresolved call, the usage record) go in; any call still
+ * without a result gets an honest unknown; then the queued message (if any) starts the next
+ * turn, else the chat waits.
+ */
+export async function finishInterruption(
+  db: Database,
+  fence: Fence,
+  messages: NewMessage[] = [],
+): Promise<"running" | "waiting"> {
+  return transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    await insertMessages(l, messages);
+    await answerOutstanding(l, "interrupted");
+    return popQueueOrWait(l);
+  });
+}
+
+/** The turn failed for good: the chat shows the error and waits for the user. */
+export async function finishError(
+  db: Database,
+  fence: Fence,
+  error: { message: string; detail?: string },
+): Promise<void> {
+  await transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    await l.tx.query(
+      `UPDATE chats SET status = 'error', last_error = $2, ${RELEASE} WHERE id = $1`,
+      [fence.chatId, JSON.stringify(error)],
+    );
+    await release(l);
+  });
+}
+
+/**
+ * Lets go of a chat this runner owns (shutdown, or a status it does not run); the chat's
+ * state is untouched, so another replica acquires it at once if it is still runnable.
+ */
+export async function abandon(
+  db: Database,
+  chatId: string,
+  workerId: string,
+  runnerId: string,
+): Promise<void> {
+  try {
+    await transition(db, chatId, async (l) => {
+      if (l.chat.workerId !== workerId || l.chat.runnerId !== runnerId) return;
+      await l.tx.query(`UPDATE chats SET worker_id = NULL, runner_id = NULL WHERE id = $1`, [
+        chatId,
+      ]);
+      await release(l);
+    });
+  } catch (err) {
+    if (!(err instanceof ChatNotFoundError)) throw err;
+  }
+}
