@@ -74,6 +74,8 @@ export interface RunningServer {
   accessUrl: string;
   /** This replica's dial-out agent connections. */
   agentHub: AgentHub;
+  /** The agent clients the worker and the API share (`agentStatus` for dial-out agents). */
+  agents: AgentPool;
   /**
    * Graceful stop: stop accepting (open streams end), stop waiting (agent work goes on), release
    * leases so another replica acquires at once, deregister, stop the local agent, close the db.
@@ -204,6 +206,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     localAgent,
     accessUrl,
     agentHub,
+    agents,
     async close(c = {}) {
       // The API's close waits for the agents' upgraded sockets, which the hub closes once the
       // worker stopped waiting on them (their agents then dial another replica).

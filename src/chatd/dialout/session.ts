@@ -59,6 +59,9 @@ export function openAgentSession(
   };
   s.setTimeout?.(0);
   s.setNoDelay?.(true);
+  // The HTTP server made the socket half-open capable: an agent's FIN would leave the session
+  // open (and its requests hanging) until a ping failed. The agent going away ends it at once.
+  socket.once("end", () => socket.destroy());
   const session = http2.connect("http://tether-agent.invalid", {
     createConnection: () => socket,
   });
@@ -179,8 +182,33 @@ export function requestOnSession(
         ),
       );
     });
-    if (req.body !== undefined) stream.end(req.body);
+    if (req.body !== undefined) writeBody(stream, req.body);
   });
+}
+
+/** Bytes of a body handed to the session at a time. */
+const BODY_CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Writes the body in chunks, as the agent takes them: a whole large body handed over at once
+ * counts against the session's memory and gets the stream reset (ENHANCE_YOUR_CALM) when the
+ * agent stops reading early, e.g. to answer 413. Stops when the stream closes.
+ */
+function writeBody(stream: http2.ClientHttp2Stream, body: Buffer): void {
+  let offset = 0;
+  const pump = () => {
+    while (offset < body.length) {
+      if (stream.destroyed || stream.closed) return;
+      const chunk = body.subarray(offset, offset + BODY_CHUNK_BYTES);
+      offset += chunk.length;
+      if (!stream.write(chunk)) {
+        stream.once("drain", pump);
+        return;
+      }
+    }
+    stream.end();
+  };
+  pump();
 }
 
 /** Reads an answer's whole body: a cut stream is an `exchange` failure, a long one too large. */
