@@ -16,6 +16,7 @@ const UNIT = [
   "src/api/web.test.ts",
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
+  "src/chatd/dialout/transport.test.ts",
   "src/chatd/db/values.test.ts",
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
@@ -33,6 +34,7 @@ const DB = [
   "src/api/relay.test.ts",
   "src/api/stream.test.ts",
   "src/api/usage.test.ts",
+  "src/workspaces/agent-tokens.test.ts",
   "test/chatd/cost.test.ts",
   "test/chatd/transitions.test.ts",
 ];
