@@ -12,6 +12,7 @@ const UNIT = [
   "src/cli/log.test.ts",
   "src/agent/files/**/*.test.ts",
   "src/agent/toolcalls/**/*.test.ts",
+  "src/agent/dialout.test.ts",
   "src/agent/processes/output.test.ts",
   "src/api/web.test.ts",
   "src/chatd/billing.test.ts",

@@ -62,7 +62,7 @@ export interface DialOutOptions {
   /** Backoff bounds (DIAL_RETRY_MIN_MS, DIAL_RETRY_MAX_MS by default). */
   retryMinMs?: number;
   retryMaxMs?: number;
-  /** Ping interval and timeout (DIAL_PING_INTERVAL_MS, DIAL_PING_TIMEOUT_MS by default). */
+  /** Ping interval and timeout (DIAL_PING_INTERVAL_MS; the timeout at most the interval). */
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
   /** Uniform in [0, 1): the jitter's randomness; Math.random by default. */
@@ -90,6 +90,9 @@ export function dialOut(o: DialOutOptions): DialOut {
   const minMs = o.retryMinMs ?? DIAL_RETRY_MIN_MS;
   const maxMs = Math.max(minMs, o.retryMaxMs ?? DIAL_RETRY_MAX_MS);
   const random = o.random ?? Math.random;
+  const pingIntervalMs = o.pingIntervalMs ?? DIAL_PING_INTERVAL_MS;
+  // A ping is answered within a round trip: a short interval (tests) gets a short timeout too.
+  const pingTimeoutMs = o.pingTimeoutMs ?? Math.min(DIAL_PING_TIMEOUT_MS, pingIntervalMs);
   const instance = randomUUID();
   const base = o.serverUrl.replace(/\/+$/, "");
   const url = new URL(base + AGENT_CONNECT_PATH);
@@ -182,7 +185,7 @@ export function dialOut(o: DialOutOptions): DialOut {
     };
     s.setTimeout?.(0);
     s.setNoDelay?.(true);
-    s.setKeepAlive?.(true, o.pingIntervalMs ?? DIAL_PING_INTERVAL_MS);
+    s.setKeepAlive?.(true, pingIntervalMs);
     if (head.length > 0) socket.unshift(head);
     let made: http2.ServerHttp2Session | undefined;
     h2.once("session", (x: http2.ServerHttp2Session) => (made = x));
@@ -198,8 +201,9 @@ export function dialOut(o: DialOutOptions): DialOut {
       let pingTimer: Timer | undefined;
       let deadline: Timer | undefined;
       const schedule = () => {
-        pingTimer = clock.setTimer(o.pingIntervalMs ?? DIAL_PING_INTERVAL_MS, () => {
-          deadline = clock.setTimer(o.pingTimeoutMs ?? DIAL_PING_TIMEOUT_MS, () => {
+        pingTimer = clock.setTimer(pingIntervalMs, () => {
+          if (s.destroyed || s.closed) return;
+          deadline = clock.setTimer(pingTimeoutMs, () => {
             reason = "the server did not answer a ping";
             s.destroy();
           });
@@ -235,6 +239,10 @@ export function dialOut(o: DialOutOptions): DialOut {
       const a = await handshake();
       switch (a.kind) {
         case "connected": {
+          if (closed) {
+            a.session.destroy();
+            return;
+          }
           session = a.session;
           const since = clock.now();
           emit({ kind: "connected", server });

@@ -18,6 +18,7 @@ import {
   requestOnSession,
   type AgentRoute,
   type AgentRouter,
+  type AgentSessionOptions,
 } from "../../src/chatd/dialout/index.ts";
 import type { Queryable } from "../../src/chatd/db/index.ts";
 import { AGENT_CONNECT_PATH } from "../../src/contract/index.ts";
@@ -40,7 +41,10 @@ export interface DialoutFront extends AgentRouter {
   close(): Promise<void>;
 }
 
-export async function startDialoutFront(o: { token: string }): Promise<DialoutFront> {
+export async function startDialoutFront(o: {
+  token: string;
+  session?: AgentSessionOptions;
+}): Promise<DialoutFront> {
   let current: http2.ClientHttp2Session | undefined;
   let waiters: (() => void)[] = [];
   const sockets = new Set<Duplex>();
@@ -56,7 +60,7 @@ export async function startDialoutFront(o: { token: string }): Promise<DialoutFr
       return refuseAgentUpgrade(socket, front.refuse, "refused", "Refused by the test.");
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
-    const s = openAgentSession(socket, head);
+    const s = openAgentSession(socket, head, o.session);
     current?.destroy();
     current = s;
     s.once("close", () => {

@@ -12,6 +12,8 @@ export interface TcpProxy {
   setTargets(targets: string[]): void;
   /** Destroys every open connection (both sides). */
   cutAll(): void;
+  /** Open connections stay open but carry nothing more, either way (a dead network path). */
+  freezeAll(): void;
   /** The next bytes any agent sends back are dropped and its connection cut; resolves then. */
   cutOnNextAgentBytes(): Promise<void>;
   close(): Promise<void>;
@@ -20,6 +22,7 @@ export interface TcpProxy {
 export async function startTcpProxy(targets: string[]): Promise<TcpProxy> {
   let list = targets;
   const open = new Set<net.Socket>();
+  const frozen = new WeakSet<net.Socket>();
   let armed: (() => void) | undefined;
 
   const connectFirst = (i: number, onUp: (s: net.Socket) => void, onNone: () => void): void => {
@@ -49,8 +52,11 @@ export async function startTcpProxy(targets: string[]): Promise<TcpProxy> {
           agent.destroy();
         });
         agent.once("close", () => up.destroy());
-        up.pipe(agent);
+        up.on("data", (chunk: Buffer) => {
+          if (!frozen.has(up)) agent.write(chunk);
+        });
         agent.on("data", (chunk: Buffer) => {
+          if (frozen.has(agent)) return;
           if (armed) {
             const done = armed;
             armed = undefined;
@@ -75,6 +81,9 @@ export async function startTcpProxy(targets: string[]): Promise<TcpProxy> {
     },
     cutAll() {
       for (const s of open) s.destroy();
+    },
+    freezeAll() {
+      for (const s of open) frozen.add(s);
     },
     cutOnNextAgentBytes() {
       return new Promise<void>((resolve) => (armed = resolve));

@@ -49,6 +49,9 @@ export function openAgentSession(
   o: AgentSessionOptions = {},
 ): http2.ClientHttp2Session {
   const clock = o.clock ?? realClock;
+  const pingIntervalMs = o.pingIntervalMs ?? AGENT_SESSION_PING_INTERVAL_MS;
+  // A ping is answered within a round trip: a short interval (tests) gets a short timeout too.
+  const pingTimeoutMs = o.pingTimeoutMs ?? Math.min(AGENT_SESSION_PING_TIMEOUT_MS, pingIntervalMs);
   socket.write(
     `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${AGENT_UPGRADE_PROTOCOL}\r\n\r\n`,
   );
@@ -70,9 +73,9 @@ export function openAgentSession(
   let pingTimer: Timer | undefined;
   let deadline: Timer | undefined;
   const schedule = () => {
-    pingTimer = clock.setTimer(o.pingIntervalMs ?? AGENT_SESSION_PING_INTERVAL_MS, () => {
-      if (session.destroyed) return;
-      deadline = clock.setTimer(o.pingTimeoutMs ?? AGENT_SESSION_PING_TIMEOUT_MS, () =>
+    pingTimer = clock.setTimer(pingIntervalMs, () => {
+      if (session.destroyed || session.closed) return;
+      deadline = clock.setTimer(pingTimeoutMs, () =>
         session.destroy(),
       );
       const sent = session.ping((err) => {
