@@ -86,7 +86,7 @@ beforeAll(async () => {
   userId = first.user.id;
   apiToken = first.token;
   await warm(ws);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
