@@ -75,9 +75,7 @@ export function openAgentSession(
   const schedule = () => {
     pingTimer = clock.setTimer(pingIntervalMs, () => {
       if (session.destroyed || session.closed) return;
-      deadline = clock.setTimer(pingTimeoutMs, () =>
-        session.destroy(),
-      );
+      deadline = clock.setTimer(pingTimeoutMs, () => session.destroy());
       const sent = session.ping((err) => {
         deadline?.cancel();
         if (!err) schedule();
