@@ -5,6 +5,7 @@
 
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { AgentPool } from "../chatd/agents.ts";
+import { agentConnectRoutes } from "./agent-connect.ts";
 import { auditRoutes } from "./audit.ts";
 import { authenticate, authRoutes } from "./auth.ts";
 import { ChatChanges } from "./changes.ts";
@@ -107,6 +108,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   openApiRoutes(app, ctx);
   webRoutes(app, ctx);
   internalRoutes(app, ctx);
+  agentConnectRoutes(app, ctx);
 
   await app.ready();
   return app;

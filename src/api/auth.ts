@@ -26,6 +26,7 @@ import { audit } from "./audit.ts";
 import { ApiError, parse } from "./errors.ts";
 import { DEFAULT_THROTTLE, LoginThrottle } from "./throttle.ts";
 import { rowToUser, type User } from "./views.ts";
+import { REPLICA_SECRET_HEADER } from "../chatd/replicas.ts";
 
 /** scrypt cost parameters of new hashes (the stored hash carries its own). */
 const SCRYPT_N = 16384;
@@ -143,7 +144,7 @@ export const PUBLIC_ROUTES = new Set([
 
 /** Routes between replicas: they take the replica secret in this header, never a user token. */
 const INTERNAL_ROUTE_PREFIX = "/internal/";
-export const REPLICA_SECRET_HEADER = "x-tether-replica-secret";
+export { REPLICA_SECRET_HEADER };
 
 /** Refreshes `last_used_at` at most this often per token, not on every request. */
 const LAST_USED_RESOLUTION_S = 60;

@@ -3,6 +3,7 @@
 
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentPool } from "../chatd/agents.ts";
+import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Clock } from "../contract/index.ts";
@@ -61,6 +62,12 @@ export interface ApiOptions {
    * panel polls them, so a hung agent must answer 502 soon rather than hold requests open.
    */
   agentTimeoutMs?: number;
+  /**
+   * This replica's dial-out agents: agents connect at `GET /api/v1/agents/connect` (an HTTP
+   * upgrade) and other replicas reach them through it. Without it agents cannot dial in. Its
+   * giver closes it (before the API's close can finish: it holds upgraded sockets).
+   */
+  agentHub?: AgentHub;
 }
 
 /** What every route group gets: the options and the API's own shared state. */

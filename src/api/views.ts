@@ -80,13 +80,16 @@ export const VISIBLE_MESSAGES_SQL = `SELECT * FROM chat_messages
 export interface WorkspaceView {
   id: string;
   name: string;
-  agent_url: string;
+  /** Null for a workspace whose agent dials out (`tether agent --server`). */
+  agent_url: string | null;
   owner_id: string | null;
   is_default: boolean;
   shared: boolean;
   created_at: string;
   /** The agent's answer to `GET /api/v0/info` (checked when listed or read). */
   health?: WorkspaceHealth;
+  /** Whether the agent is connected: a dial-out agent to a replica, a URL's agent answering. */
+  agent?: { connected: boolean };
 }
 
 export interface WorkspaceHealth {
@@ -100,7 +103,7 @@ export function workspaceView(r: Record<string, unknown>): WorkspaceView {
   return {
     id: r.id as string,
     name: r.name as string,
-    agent_url: r.agent_url as string,
+    agent_url: (r.agent_url as string | null) ?? null,
     owner_id: (r.owner_id as string | null) ?? null,
     is_default: r.is_default as boolean,
     shared: r.shared as boolean,

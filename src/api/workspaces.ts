@@ -14,6 +14,7 @@ import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";
+import { agentFields } from "./agent-view.ts";
 import { workspaceView, type User, type WorkspaceView } from "./views.ts";
 import {
   DEFAULT_HEALTH_TIMEOUT_MS,
@@ -96,7 +97,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.addHook("onClose", async () => health.close());
   const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
     ...workspaceView(row),
-    health: await health.health(row),
+    ...(await agentFields(ctx.db, row, (r) => health.health(r))),
   });
 
   app.post("/api/v1/workspaces", async (request, reply) => {

@@ -2,14 +2,30 @@
 // agent's URL and token, made once and reused, so the worker's tool calls and the API's reads
 // of the same workspace share keep-alive connections and the same request observer. A changed
 // URL or token (PATCH) is a new key and so a new client; the old one stays until close, since
-// a tool call may still be using it.
+// a tool call may still be using it. A workspace without an agent URL has an agent that dials
+// out: its client's transport finds that agent wherever it is connected, per request
+// (src/chatd/dialout).
 
-import { AgentClient, type AgentRequestRecord } from "../contract/index.ts";
+import { AgentClient, type AgentRequestRecord, type AgentTransport } from "../contract/index.ts";
 import type { Queryable } from "./db/index.ts";
+import { agentConnection, type AgentConnectionInfo } from "./dialout/registry.ts";
 
 export interface AgentPoolOptions {
   /** Told about every request of every client (metrics, logs); see AgentClientOptions. */
   onRequest?: (r: AgentRequestRecord) => void;
+  /** Reaches dial-out agents (the server's AgentHub); without it they cannot be reached. */
+  dialout?: { transport(workspaceId: string): AgentTransport };
+}
+
+/** A dial-out agent's state: connected (with the agent process's uptime) or not. */
+export type AgentStatus = ({ connected: true } & AgentConnectionInfo) | { connected: false };
+
+/** The workspace's agent dials out, but this pool has no way to reach such agents. */
+export class DialoutUnavailableError extends Error {
+  override readonly name = "DialoutUnavailableError";
+  constructor(readonly workspaceId: string) {
+    super(`Workspace ${workspaceId} has a dial-out agent, which this process cannot reach.`);
+  }
 }
 
 /** The workspace's agent URL is one the client cannot speak to (only http and https are). */
@@ -36,12 +52,13 @@ export class AgentPool {
    * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
-    const r = await this.#db.query<{ agent_url: string; agent_token: string | null }>(
+    const r = await this.#db.query<{ agent_url: string | null; agent_token: string | null }>(
       "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
       [workspaceId],
     );
     const w = r.rows[0];
     if (!w) return undefined;
+    if (w.agent_url === null) return this.#dialout(workspaceId);
     const key = `${w.agent_url} ${w.agent_token ?? ""}`;
     let client = this.#clients.get(key);
     if (!client) {
@@ -50,6 +67,29 @@ export class AgentPool {
       client = new AgentClient({
         baseUrl: w.agent_url,
         ...(w.agent_token && { token: w.agent_token }),
+        ...(this.#o.onRequest && { onRequest: this.#o.onRequest }),
+      });
+      this.#clients.set(key, client);
+    }
+    return client;
+  }
+
+  /**
+   * Whether the workspace's dial-out agent is connected (to any live replica) and, if so, how
+   * long its process has been up — past the contract's 2 s age margin or not (AGE_MARGIN_MS).
+   */
+  async agentStatus(workspaceId: string): Promise<AgentStatus> {
+    const c = await agentConnection(this.#db, workspaceId);
+    return c ? { connected: true, ...c } : { connected: false };
+  }
+
+  #dialout(workspaceId: string): AgentClient {
+    const key = `dialout ${workspaceId}`;
+    let client = this.#clients.get(key);
+    if (!client) {
+      if (!this.#o.dialout) throw new DialoutUnavailableError(workspaceId);
+      client = new AgentClient({
+        transport: this.#o.dialout.transport(workspaceId),
         ...(this.#o.onRequest && { onRequest: this.#o.onRequest }),
       });
       this.#clients.set(key, client);

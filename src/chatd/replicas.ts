@@ -9,6 +9,9 @@ import type { Queryable } from "./db/index.ts";
 
 const SECRET_BYTES = 32;
 
+/** The header replicas show the secret in on each other's internal routes. */
+export const REPLICA_SECRET_HEADER = "x-tether-replica-secret";
+
 /** Registers the replica, or renews its row (re-creating it if it was swept). */
 export async function registerReplica(
   q: Queryable,

@@ -1,18 +1,26 @@
 // `tether agent`: serves the workspace agent contract until SIGTERM or SIGINT, then kills
-// every process it started and exits.
+// every process it started and exits. With --server it dials out instead (agent-dialout.ts).
 
 import { createAgentServer } from "../agent/index.ts";
+import { runDialoutAgent } from "./agent-dialout.ts";
 import { parseListen } from "./listen.ts";
 import { stopOnSignals } from "./signals.ts";
 
 export interface AgentCommandOptions {
-  listen: string;
+  listen?: string;
+  /** Dial out to this server URL instead of listening (the token in TETHER_AGENT_TOKEN). */
+  server?: string;
   dir?: string;
   token?: string;
+  /** Dial-out backoff and ping interval (tests make them short). */
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  pingIntervalMs?: number;
 }
 
 export async function runAgent(o: AgentCommandOptions): Promise<void> {
-  const { host, port } = parseListen(o.listen);
+  if (o.server !== undefined) return runDialoutAgent({ ...o, server: o.server });
+  const { host, port } = parseListen(o.listen ?? "");
   const agent = await createAgentServer({
     dir: o.dir ?? process.cwd(),
     ...(o.token && { token: o.token }),

@@ -1,7 +1,7 @@
 // The `tether` command line (API.md): one subcommand per component.
 
-import { Command, InvalidArgumentError } from "commander";
-import { runAgent } from "./agent.ts";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { runAgent, type AgentCommandOptions } from "./agent.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
@@ -49,15 +49,35 @@ export async function main(argv: string[]): Promise<void> {
 
   program
     .command("agent")
-    .description("Serve the workspace agent contract for one workspace directory.")
-    .requiredOption(
-      "--listen <host:port>",
-      "address to listen on (port 0 picks a free port)",
-      listenArg,
+    .description(
+      "Serve the workspace agent contract for one workspace directory: on --listen, or over a connection it dials to --server.",
+    )
+    .option("--listen <host:port>", "address to listen on (port 0 picks a free port)", listenArg)
+    .option(
+      "--server <url>",
+      "dial out to the server at this URL (its --access-url) and serve over that connection; the token is in TETHER_AGENT_TOKEN",
+      httpUrl,
     )
     .option("--dir <dir>", "workspace directory (default: the current directory)")
     .option("--token <token>", "require Authorization: Bearer <token> on every request")
-    .action(async (o: { listen: string; dir?: string; token?: string }) => {
+    .addOption(
+      new Option("--reconnect-min-ms <n>", "first pause before dialling again")
+        .argParser(positiveInt)
+        .hideHelp(),
+    )
+    .addOption(
+      new Option("--reconnect-max-ms <n>", "longest pause before dialling again")
+        .argParser(positiveInt)
+        .hideHelp(),
+    )
+    .addOption(
+      new Option("--ping-interval-ms <n>", "how often the connection is pinged")
+        .argParser(positiveInt)
+        .hideHelp(),
+    )
+    .action(async (o: AgentCommandOptions) => {
+      if ((o.listen === undefined) === (o.server === undefined))
+        program.error("error: give exactly one of --listen <host:port> and --server <url>");
       await runAgent(o);
     });
 
@@ -70,6 +90,11 @@ export async function main(argv: string[]): Promise<void> {
     .option(
       "--advertise-url <url>",
       "base URL other replicas reach this one at (default: the listen URL)",
+      httpUrl,
+    )
+    .option(
+      "--access-url <url>",
+      "base URL agents dial (tether agent --server; default: the listen URL)",
       httpUrl,
     )
     .option("--postgres-url <url>", "use this Postgres instead of the embedded database")

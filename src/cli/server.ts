@@ -9,6 +9,7 @@ import type { LanguageModel } from "ai";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
 import { AgentPool } from "../chatd/agents.ts";
+import { AgentHub, type AgentHubOptions } from "../chatd/dialout/index.ts";
 import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
@@ -36,6 +37,10 @@ export interface ServerOptions {
   listen: string;
   /** The base URL other replicas reach this one at (default: the listen URL). */
   advertiseUrl?: string;
+  /** The base URL dial-out agents dial (`tether agent --server`); the listen URL by default. */
+  accessUrl?: string;
+  /** Test-sized timings of dial-out agent connections (pings, registry polls). */
+  agentHub?: Pick<AgentHubOptions, "routePollMs" | "reconcileMs" | "session">;
   postgresUrl?: string;
   dataDir: string;
   workspaceDir: string;
@@ -65,6 +70,12 @@ export interface RunningServer {
   /** This replica's metrics, served at GET /metrics. */
   metrics: ChatdMetrics;
   localAgent: LocalAgent | undefined;
+  /** The URL agents dial (`--access-url`, else the listen URL): what templates hand agents. */
+  accessUrl: string;
+  /** This replica's dial-out agent connections. */
+  agentHub: AgentHub;
+  /** The agent clients the worker and the API share (`agentStatus` for dial-out agents). */
+  agents: AgentPool;
   /**
    * Graceful stop: stop accepting (open streams end), stop waiting (agent work goes on), release
    * leases so another replica acquires at once, deregister, stop the local agent, close the db.
@@ -102,8 +113,18 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
   const workerId = randomUUID();
   const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
+  const secret = await replicaSecret(db);
+  // Agents that dial out connect to this replica's hub; any replica reaches them through it.
+  const agentHub = new AgentHub({
+    db,
+    workerId,
+    secret,
+    log: log.child({ replica: workerId }),
+    ...(o.clock && { clock: o.clock }),
+    ...o.agentHub,
+  });
   // One client per agent for the worker's tool calls and the API's process reads alike.
-  const agents = new AgentPool(db, { onRequest });
+  const agents = new AgentPool(db, { onRequest, dialout: agentHub });
   const worker = new Worker({
     db,
     buffer,
@@ -156,7 +177,6 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
   // Other replicas relay this one's live parts through its internal route, with the secret.
-  const secret = await replicaSecret(db);
   const api = await createApi({
     db,
     log: log.child({ replica: workerId }),
@@ -164,6 +184,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
     agents,
+    agentHub,
     ...(o.trustProxy && { trustProxy: true }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
@@ -171,8 +192,11 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
   await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
+  // Its connections' rows name this replica's `workers` row, which now exists.
+  await agentHub.start();
   // Which replica owns which chat (chats.worker_id) is only readable with this ID.
   log.info({ workerId: worker.id }, "worker started");
+  const accessUrl = o.accessUrl ?? url;
 
   return {
     url,
@@ -180,9 +204,17 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     worker,
     metrics,
     localAgent,
+    accessUrl,
+    agentHub,
+    agents,
     async close(c = {}) {
-      await api.close();
+      // The API's close waits for the agents' upgraded sockets, which the hub closes once the
+      // worker stopped waiting on them (their agents then dial another replica).
+      const apiClosed = api.close();
+      apiClosed.catch(() => undefined); // awaited below
       await worker.stop();
+      await agentHub.close();
+      await apiClosed;
       if (!c.keepLocalAgent) await supervisor?.stop();
       agents.close();
       await db.close();

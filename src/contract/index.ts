@@ -7,4 +7,5 @@ export * from "./headers.ts";
 export * from "./types.ts";
 export * from "./client.ts";
 export * from "./transport.ts";
+export * from "./dialout.ts";
 export * from "./assert.ts";

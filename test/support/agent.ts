@@ -1,5 +1,8 @@
 // An in-process workspace agent on a free loopback port, with its own temp directory, for
 // tests that speak real HTTP to it. `close()` kills its processes and removes the directory.
+// Over `dialout` (agentTransport.kind, or the option) the agent listens nowhere: it dials a
+// front (dialout.ts) whose URL forwards each request onto the agent's HTTP/2 connection, and
+// its client goes through the DialoutTransport chatd uses.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { afterEach } from "vitest";
@@ -7,6 +10,11 @@ import os from "node:os";
 import path from "node:path";
 import { createAgentServer, type AgentServer } from "../../src/agent/index.ts";
 import { AgentClient, ManualClock, realClock, type Clock } from "../../src/contract/index.ts";
+import { DialoutTransport } from "../../src/chatd/dialout/index.ts";
+import { dialFront, startDialoutFront } from "./dialout.ts";
+
+/** How test agents are reached unless a test says otherwise: a file may switch it before it loads tests. */
+export const agentTransport: { kind: "listen" | "dialout" } = { kind: "listen" };
 
 export interface TestAgent {
   url: string;
@@ -35,7 +43,12 @@ export class JumpClock implements Clock {
  * age margin and runs. The default clock is real time; pass a ManualClock to drive it.
  */
 export async function startTestAgent(
-  o: { clock?: ManualClock | JumpClock; token?: string; exitGraceMs?: number } = {},
+  o: {
+    clock?: ManualClock | JumpClock;
+    token?: string;
+    exitGraceMs?: number;
+    transport?: "listen" | "dialout";
+  } = {},
 ): Promise<TestAgent> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "tether-agent-"));
   const clock = o.clock ?? new JumpClock();
@@ -47,6 +60,31 @@ export async function startTestAgent(
   });
   if (clock instanceof ManualClock) clock.advance(60_000);
   else clock.jump(60_000);
+  if ((o.transport ?? agentTransport.kind) === "dialout") {
+    const front = await startDialoutFront({ token: "dial-token" });
+    const dial = await dialFront(front, {
+      token: "dial-token",
+      handler: (req, res) => server.app.routing(req as never, res as never),
+      uptimeMs: () => clock.now() - server.store.startedAt,
+    });
+    const client = new AgentClient({
+      transport: new DialoutTransport({ workspaceId: "test", router: front }),
+      ...(o.token && { token: o.token }),
+    });
+    return {
+      url: front.url,
+      dir,
+      server,
+      client,
+      async close() {
+        client.close();
+        await dial.close();
+        await front.close();
+        await server.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  }
   const url = await server.listen("127.0.0.1", 0);
   const client = new AgentClient({ baseUrl: url, ...(o.token && { token: o.token }) });
   return {

@@ -90,8 +90,8 @@ export function WorkspacesSection() {
                   <td data-label="Health">
                     <Health h={w.health} />
                   </td>
-                  <td data-label="Agent URL" className="clip" title={w.agent_url}>
-                    {w.agent_url}
+                  <td data-label="Agent URL" className="clip" title={w.agent_url ?? "dials out"}>
+                    {w.agent_url ?? "dials out"}
                   </td>
                   <td data-label="Owner">
                     {w.owner_id === null ? (
