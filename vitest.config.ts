@@ -17,6 +17,7 @@ const UNIT = [
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
   "src/chatd/db/values.test.ts",
+  "src/chatd/transitions/storable.test.ts",
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
   "src/chatd/tools/truncate.test.ts",

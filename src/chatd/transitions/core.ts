@@ -13,6 +13,7 @@ import {
   type MessagePart,
   type NewMessage,
 } from "../messages.ts";
+import { storableParts } from "./storable.ts";
 
 /** LISTEN/NOTIFY channel of chat changes; the payload is a JSON {@link ChatChange}. */
 export const CHAT_CHANNEL = "tether_chats";
@@ -75,7 +76,8 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
         l.chat.id,
         m.role,
         m.visibility,
-        JSON.stringify(m.content),
+        // Text the database cannot store is replaced here, for every message of every transition.
+        JSON.stringify(storableParts(m.content)),
         m.createdBy ?? null,
         m.inputTokens ?? 0,
         m.outputTokens ?? 0,

@@ -14,6 +14,7 @@ import {
   transition,
   type Locked,
 } from "./core.ts";
+import { storableJson } from "./storable.ts";
 
 export interface Acquired {
   chatId: string;
@@ -127,7 +128,7 @@ export async function recordRetryState(db: Database, fence: Fence, state: unknow
     checkFence(l.chat, fence);
     await l.tx.query("UPDATE chats SET retry_state = $2 WHERE id = $1", [
       fence.chatId,
-      JSON.stringify(state),
+      storableJson(state),
     ]);
   });
 }
@@ -205,7 +206,7 @@ export async function finishError(
     checkFence(l.chat, fence);
     await l.tx.query(
       `UPDATE chats SET status = 'error', last_error = $2, ${RELEASE} WHERE id = $1`,
-      [fence.chatId, JSON.stringify(error)],
+      [fence.chatId, storableJson(error)],
     );
     await release(l);
   });
