@@ -11,6 +11,7 @@ import type { MessagePart } from "../messages.ts";
 export const REPLACEMENT_CHARACTER = "\ufffd";
 
 /** A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one. */
+// eslint-disable-next-line no-control-regex -- NUL is exactly what must be found
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const UNSTORABLE_TEST = new RegExp(UNSTORABLE.source);
 
