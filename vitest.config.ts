@@ -18,6 +18,8 @@ const UNIT = [
   "src/chatd/chats.test.ts",
   "src/chatd/db/values.test.ts",
   "src/chatd/transitions/storable.test.ts",
+  "src/chatd/worker/failure.test.ts",
+  "src/chatd/worker/retry.test.ts",
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
   "src/chatd/tools/truncate.test.ts",

@@ -16,7 +16,10 @@ export interface AgentPoolOptions {
 export class UnsupportedAgentUrlError extends Error {
   override readonly name = "UnsupportedAgentUrlError";
   constructor(readonly workspaceId: string) {
-    super(`The agent URL of workspace ${workspaceId} is not an http or https URL.`);
+    super(
+      `The agent URL of workspace ${workspaceId} is not an http:// or https:// URL: register ` +
+        "the workspace again with its agent's URL.",
+    );
   }
 }
 

@@ -98,7 +98,10 @@ async function callModel(
     messages: toModelMessages(history),
     tools: toolDeclarations(),
     abortSignal: signal,
+    // The worker retries (and honours Retry-After); the SDK's default onError would print the
+    // whole error, the prompt in it, to the console.
     maxRetries: 0,
+    onError: () => undefined,
   });
   let usage = { inputTokens: 0, outputTokens: 0 };
   for await (const p of result.fullStream) {

@@ -174,7 +174,10 @@ async function enqueue(l: Locked, input: UserInput): Promise<void> {
 
 async function askToStop(l: Locked): Promise<void> {
   if (l.chat.status === "running") {
-    await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [l.chat.id]);
+    // The generation task stops; what its retries recorded is no longer the chat's state.
+    await l.tx.query("UPDATE chats SET status = 'interrupting', retry_state = NULL WHERE id = $1", [
+      l.chat.id,
+    ]);
   }
 }
 

@@ -90,7 +90,8 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
   }
   if (messages.length > 0) {
     await l.tx.query(
-      "UPDATE chats SET history_version = $2, generation_attempt = 0 WHERE id = $1",
+      // History moved: the task that was failing (if any) is done, and so is its retry state.
+      "UPDATE chats SET history_version = $2, generation_attempt = 0, retry_state = NULL WHERE id = $1",
       [l.chat.id, l.version],
     );
   }
