@@ -209,7 +209,8 @@ async function runBatch(
         },
         { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
       );
-      deps.buffer.stampCall(chat.id, call.toolCallId, {
+      // After a task retry on this replica the call's interval is its first one (CHATD.md 9).
+      const stamped = deps.buffer.stampCall(chat.id, call.toolCallId, {
         startedAt: outcome.startedAt,
         endedAt: outcome.endedAt,
         billable: outcome.billable,
@@ -220,7 +221,11 @@ async function runBatch(
         tool_name: call.toolName,
         status: outcome.result.status,
       });
-      return outcome;
+      return {
+        ...outcome,
+        startedAt: stamped.startedAt,
+        endedAt: stamped.endedAt ?? outcome.endedAt,
+      };
     }),
   );
   const messages = batchMessages(
