@@ -16,7 +16,9 @@ import { until, type TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
 
-const { env } = useLoops();
+const { env: loops } = useLoops();
+/** The loop with an answer timeout that a loaded machine does not reach by accident. */
+const env: typeof loops = (db, o = {}) => loops(db, { agentAnswerTimeoutMs: 10_000, ...o });
 
 const NUL = "\u0000";
 const LONE_HIGH = "\ud800";
