@@ -51,6 +51,7 @@ describeDatabases("chats", (db) => {
       "created_at",
       "id",
       "model_id",
+      "retrying",
       "status",
       "title",
       "updated_at",

@@ -80,7 +80,7 @@ describeDatabases("chat event stream", (db) => {
         created_at: expect.any(String),
       },
     });
-    expect(start[1]!.data).toEqual({ status: "waiting" });
+    expect(start[1]!.data).toEqual({ status: "waiting", retrying: null });
 
     const sent = await sendMessage(db(), chatId, api.memberId, "third", "queue");
     const live = await sse.until(
@@ -92,7 +92,7 @@ describeDatabases("chat event stream", (db) => {
       role: "user",
       parts: [{ type: "text", text: "third" }],
     });
-    expect(ofType(live, "status")[1]!.data).toEqual({ status: "running" });
+    expect(ofType(live, "status")[1]!.data).toEqual({ status: "running", retrying: null });
     expect(ofType(live, "message").map((e) => e.id)).toEqual([m2, sent.messageId]);
   });
 

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { ChatStatus } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
-import { loadChat } from "../chatd/transitions/index.ts";
+import { loadChat, retryingOf } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller } from "./auth.ts";
 import { readableChat } from "./chats.ts";
@@ -40,6 +40,8 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;
+    /** The `retrying` last sent, as JSON (a status event goes out when either moves). */
+    let lastRetrying: string | undefined;
     let started = false;
     let refreshing = false;
     let again = false;
@@ -95,7 +97,13 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           }
           const chat = await loadChat(ctx.db, id);
           if (!chat) return fail("The chat was deleted.");
-          if (chat.status !== lastStatus) send("status", { status: (lastStatus = chat.status) });
+          const retrying = retryingOf(chat);
+          const retryingJson = JSON.stringify(retrying);
+          if (chat.status !== lastStatus || retryingJson !== lastRetrying) {
+            lastStatus = chat.status;
+            lastRetrying = retryingJson;
+            send("status", { status: chat.status, retrying });
+          }
           cursor.floor(chat.historyVersion, chat.generationAttempt);
           relay?.follow(chat.workerId);
         } while (again && !out.closed);

@@ -3,7 +3,7 @@
 // IDs stay decimal strings and the billing record never reaches a message's parts.
 
 import type { Chat } from "../chatd/chats.ts";
-import type { QueuedMessage } from "../chatd/transitions/index.ts";
+import { retryingOf, type QueuedMessage, type Retrying } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
@@ -35,6 +35,11 @@ export interface ChatView {
   created_at: string;
   updated_at: string;
   last_error?: { message: string; detail?: string };
+  /**
+   * While the chat's current task keeps failing (the model, an agent): how many attempts failed
+   * in a row, the last failure in words, and when the next attempt starts; null otherwise.
+   */
+  retrying: Retrying | null;
 }
 
 export function chatView(c: Chat): ChatView {
@@ -46,6 +51,7 @@ export function chatView(c: Chat): ChatView {
     model_id: c.modelConfigId,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
+    retrying: retryingOf(c),
   };
   if (c.lastError) v.last_error = c.lastError;
   return v;

@@ -21,11 +21,13 @@ async function checkHealth(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<WorkspaceHealth> {
-  const client = new AgentClient({
-    baseUrl: agentUrl,
-    ...(agentToken !== null && { token: agentToken }),
-  });
+  let client: AgentClient | undefined;
   try {
+    // Inside the try: a URL the client cannot speak to is an unreachable agent, not a 500.
+    client = new AgentClient({
+      baseUrl: agentUrl,
+      ...(agentToken !== null && { token: agentToken }),
+    });
     const info = await client.info({ timeoutMs, signal });
     const started = Date.parse(info.started_at);
     return {
@@ -37,7 +39,7 @@ async function checkHealth(
   } catch {
     return { reachable: false, checked_at: new Date().toISOString() };
   } finally {
-    client.close();
+    client?.close();
   }
 }
 

@@ -38,6 +38,26 @@ describeDatabases("workspaces", (db) => {
     expect(stored.rows[0]!.agent_token).toBe(secret);
   });
 
+  it("one workspace whose agent URL the client cannot speak to never makes the list answer 500", async () => {
+    const good = await api.request("POST", "/api/v1/workspaces", {
+      token: api.memberToken,
+      body: { name: "good", agent_url: "http://127.0.0.1:1" },
+    });
+    expect(good.status).toBe(201);
+    // A row no request could create now (an older server, a hand edit): not http or https.
+    await db().query(
+      "INSERT INTO workspaces (id, owner_id, name, agent_url) VALUES (gen_random_uuid(), $1, 'bad', 'ftp://127.0.0.1:21')",
+      [api.memberId],
+    );
+    const list = await api.request("GET", "/api/v1/workspaces", { token: api.memberToken });
+    expect(list.status).toBe(200);
+    const byName = new Map(
+      (list.body.workspaces as WorkspaceView[]).map((w) => [w.name, w.health] as const),
+    );
+    expect(byName.get("bad")).toEqual({ reachable: false, checked_at: expect.any(String) });
+    expect(byName.get("good")).toMatchObject({ reachable: false });
+  });
+
   it("a member sees their own and shared workspaces, not another member's; an admin sees all", async () => {
     const mine = await api.request("POST", "/api/v1/workspaces", {
       token: api.memberToken,

@@ -32,7 +32,10 @@ export class DialoutUnavailableError extends Error {
 export class UnsupportedAgentUrlError extends Error {
   override readonly name = "UnsupportedAgentUrlError";
   constructor(readonly workspaceId: string) {
-    super(`The agent URL of workspace ${workspaceId} is not an http or https URL.`);
+    super(
+      `The agent URL of workspace ${workspaceId} is not an http:// or https:// URL: register ` +
+        "the workspace again with its agent's URL.",
+    );
   }
 }
 

@@ -98,7 +98,10 @@ async function callModel(
     messages: toModelMessages(history),
     tools: toolDeclarations(),
     abortSignal: signal,
+    // The worker retries (and honours Retry-After); the SDK's default onError would print the
+    // whole error, the prompt in it, to the console.
     maxRetries: 0,
+    onError: () => undefined,
   });
   let usage = { inputTokens: 0, outputTokens: 0 };
   for await (const p of result.fullStream) {
@@ -206,7 +209,8 @@ async function runBatch(
         },
         { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
       );
-      deps.buffer.stampCall(chat.id, call.toolCallId, {
+      // After a task retry on this replica the call's interval is its first one (CHATD.md 9).
+      const stamped = deps.buffer.stampCall(chat.id, call.toolCallId, {
         startedAt: outcome.startedAt,
         endedAt: outcome.endedAt,
         billable: outcome.billable,
@@ -217,7 +221,11 @@ async function runBatch(
         tool_name: call.toolName,
         status: outcome.result.status,
       });
-      return outcome;
+      return {
+        ...outcome,
+        startedAt: stamped.startedAt,
+        endedAt: stamped.endedAt ?? outcome.endedAt,
+      };
     }),
   );
   const messages = batchMessages(

@@ -96,18 +96,34 @@ export class StreamBuffer {
     return view;
   }
 
-  /** Starts recording the stamps of a tool batch at `historyVersion` (replacing any other). */
+  /**
+   * Starts recording the stamps of a tool batch at `historyVersion` (replacing any other). A
+   * batch already recorded at that version (a task retry on this replica) keeps its stamps: its
+   * calls ran since their first start here (CHATD.md 9).
+   */
   beginBatch(chatId: string, historyVersion: string): void {
+    if (this.#batches.get(chatId)?.historyVersion === historyVersion) return;
     this.#batches.set(chatId, { historyVersion, calls: new Map() });
   }
 
-  /** Records a call's start, or its end when `end` is given. */
+  /**
+   * Records a call's start, or its end when `endedAt` is given, and answers what is recorded.
+   * A call's interval on this replica is its first start to its first end: a retried task that
+   * sends the call again (the agent replays it) neither restarts nor extends it.
+   */
   stampCall(
     chatId: string,
     toolCallId: string,
     stamp: { startedAt: number; endedAt?: number; billable?: boolean },
-  ): void {
-    this.#batches.get(chatId)?.calls.set(toolCallId, { ...stamp });
+  ): CallStamps {
+    const calls = this.#batches.get(chatId)?.calls;
+    const prev = calls?.get(toolCallId);
+    let next: CallStamps;
+    if (!prev) next = { ...stamp };
+    else if (prev.endedAt !== undefined || stamp.endedAt === undefined) next = prev;
+    else next = { ...stamp, startedAt: prev.startedAt };
+    calls?.set(toolCallId, next);
+    return { ...next };
   }
 
   /** The batch's stamps so far, if this replica records the batch at `historyVersion`. */

@@ -126,6 +126,11 @@ export async function main(argv: string[]): Promise<void> {
       "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
       positiveInt,
     )
+    .option(
+      "--retry-limit-ms <n>",
+      "a task failing this long in a row gives up: the turn ends in error (default 10 minutes)",
+      positiveInt,
+    )
     .action(
       async (
         o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },

@@ -52,6 +52,11 @@ export interface ServerOptions {
   agentAnswerTimeoutMs?: number;
   /** Bound on each task attempt (the Worker's attemptTimeoutMs); 15 minutes when unset. */
   taskTimeoutMs?: number;
+  /**
+   * A task failing this long in a row gives up (the Worker's retryLimitMs): the turn ends in
+   * error. 10 minutes (RETRY_LIMIT_MS) when unset.
+   */
+  retryLimitMs?: number;
   clock?: Clock;
   /** Logs go to stderr unless false. */
   log?: boolean;
@@ -135,6 +140,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.leaseMs !== undefined && { leaseMs: o.leaseMs }),
     ...(o.heartbeatMs !== undefined && { heartbeatMs: o.heartbeatMs }),
     ...(o.taskTimeoutMs !== undefined && { attemptTimeoutMs: o.taskTimeoutMs }),
+    ...(o.retryLimitMs !== undefined && { retryLimitMs: o.retryLimitMs }),
     agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
     toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
     resolveModel: async (chat: Chat) => {

@@ -91,6 +91,32 @@ describeDatabases("tool batch billing", (db) => {
     expect(resultRuntimes(history)).toEqual([3_000, 7_000]);
   });
 
+  it("a call whose task is retried mid-command on the same replica bills from its first start, not from the retry", async () => {
+    const clock = new ManualClock();
+    const buffer = new StreamBuffer();
+    const { agent, fake, setup } = await env(db, { clock, buffer, attemptTimeoutMs: 10_000 });
+    fake.script({ toolCalls: [gated(agent, "long")] }, { text: "done" });
+    const chatId = await startChat(db(), setup, "go");
+    await until(async () => (await runningCount(agent)) === 1, 10_000);
+    // The attempt runs out of time at 10 s: the task is retried (after its backoff).
+    clock.advance(10_000);
+    await until(async () => (await loadChat(db(), chatId))!.retryState !== null, 10_000);
+    clock.advance(1_000);
+    await until(() => callStarted(db(), buffer, chatId, "long"), 10_000);
+    await new Promise((r) => setTimeout(r, 300)); // the retry is waiting for the exit again
+    clock.advance(9_000); // within the second attempt's 10 s
+    await release(agent, "long");
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(results(history).map((r) => r.status)).toEqual(["completed"]);
+    expect(await runningCount(agent)).toBe(0);
+    // 20 s of the command's life on this replica's clock, not the 9 s since the retry.
+    expect(usage(history)).toEqual([
+      { type: "tool-batch-usage", billed_ms: 20_000, billed_calls: 1 },
+    ]);
+    expect(resultRuntimes(history)).toEqual([20_000]);
+  });
+
   it("a batch this replica never ran (taken over after a crash) bills nothing when interrupted", async () => {
     const { agent, fake, setup, worker } = await env(db);
     fake.script({ toolCalls: [gated(agent, "orphan")] });
@@ -108,6 +134,17 @@ describeDatabases("tool batch billing", (db) => {
     expect(usage(history)).toEqual([]);
   });
 });
+
+/** Whether this replica's batch holds a stamp for call `toolCallId` (it was sent). */
+async function callStarted(
+  db: Database,
+  buffer: StreamBuffer,
+  chatId: string,
+  toolCallId: string,
+): Promise<boolean> {
+  const chat = await loadChat(db, chatId);
+  return buffer.batch(chatId, chat!.historyVersion)?.get(toolCallId) !== undefined;
+}
 
 /** Whether this replica has stamped the end of call `toolCallId` of the chat's batch. */
 async function callEnded(

@@ -33,6 +33,11 @@ export interface FakeStep {
   hangAfterChunks?: number;
   /** Token counts to report (default: estimated from the request and the answer). */
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * Answer with this HTTP error instead of a completion (an OpenAI-style error body), with
+   * these extra headers (`retry-after`, say).
+   */
+  error?: { status: number; message?: string; headers?: Record<string, string> };
 }
 
 const requestSchema = z.looseObject({
@@ -390,6 +395,23 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     const entry = queue.shift() ?? fallback;
     const step = typeof entry === "function" ? entry(request) : entry;
     const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
+    if (step.error) {
+      res.writeHead(step.error.status, {
+        "content-type": "application/json",
+        ...step.error.headers,
+      });
+      res.end(
+        JSON.stringify({
+          error: {
+            message: step.error.message ?? `Fake error ${step.error.status}.`,
+            type: step.error.status === 429 ? "rate_limit_exceeded" : "server_error",
+            param: null,
+            code: null,
+          },
+        }),
+      );
+      return;
+    }
     if (api === "responses") {
       if (request.stream !== true) return sendError(res, 400, "Only streaming is supported.");
       await streamResponses(res, step, request, ids);

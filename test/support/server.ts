@@ -19,16 +19,18 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `bin/tether server --listen 127.0.0.1:0 ...args` in `cwd` and resolves once it prints
- * its listening line. `cleanup` receives its stop, for the test's afterEach.
+ * Starts `bin/tether server --listen 127.0.0.1:0 ...args` in `cwd` (with `o.env` as its whole
+ * environment, if given) and resolves once it prints its listening line. `cleanup` receives its stop, for the test's afterEach.
  */
 export function startServerProcess(
   args: string[],
   cwd: string,
   cleanup: (fn: () => Promise<void>) => void,
+  o: { env?: NodeJS.ProcessEnv } = {},
 ): Promise<ServerProcess> {
   const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
     cwd,
+    ...(o.env && { env: o.env }),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

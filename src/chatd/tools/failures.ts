@@ -26,6 +26,75 @@ export class StaleToolCallError extends Error {
   }
 }
 
+/**
+ * The workspace agent refuses every request this server sends, so no retry and no other call
+ * can succeed: a wrong agent token (401), or a TLS setup the client cannot speak to (a
+ * certificate it does not trust, an https URL for an agent that speaks plain HTTP). The task
+ * ends the turn in error with this message (calls left without a result get an honest
+ * `unknown` when the user sends the next message); an interrupt gives `unknown` results.
+ */
+export class WorkspaceRefusedError extends Error {
+  override readonly name = "WorkspaceRefusedError";
+  constructor(
+    readonly reason: "unauthorized" | "tls",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** TLS failures that only a change of configuration mends (Node's and OpenSSL's codes). */
+const TLS_CERTIFICATE_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+const TLS_PLAINTEXT_CODES = new Set([
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+  "ERR_SSL_PACKET_LENGTH_TOO_LONG",
+]);
+
+/** The refusal `err` proves, if it is one (see WorkspaceRefusedError). */
+export function workspaceRefusal(err: unknown): WorkspaceRefusedError | undefined {
+  if (err instanceof AgentHttpError && err.status === 401) {
+    return new WorkspaceRefusedError(
+      "unauthorized",
+      "The workspace agent refused the server's token (HTTP 401): set the workspace's " +
+        "agent_token to the agent's token, then send a message to continue.",
+    );
+  }
+  if (err instanceof AgentConnectionError && err.phase === "connect") {
+    const code = (err.cause as { code?: unknown } | undefined)?.code;
+    if (typeof code !== "string") return undefined;
+    if (TLS_CERTIFICATE_CODES.has(code)) {
+      return new WorkspaceRefusedError(
+        "tls",
+        `The workspace agent's TLS certificate is not trusted (${code}): give the server the ` +
+          "CA that signed it (NODE_EXTRA_CA_CERTS, see the README), then send a message to continue.",
+        { cause: err },
+      );
+    }
+    if (TLS_PLAINTEXT_CODES.has(code)) {
+      return new WorkspaceRefusedError(
+        "tls",
+        `The workspace agent does not speak TLS at its https:// URL (${code}): register it ` +
+          "with its http:// URL, or serve it over TLS, then send a message to continue.",
+        { cause: err },
+      );
+    }
+  }
+  return undefined;
+}
+
 export type AgentFailure =
   /** The outcome is not known (or the agent refused without proof either way). */
   | { kind: "unknown"; reason: UnknownReason; detail: string; billable: boolean }
@@ -34,11 +103,14 @@ export type AgentFailure =
 
 /**
  * Classifies `err` from an agent request. Rethrows the task signal's reason when it aborted
- * (the agent keeps working), a StaleToolCallError for a stale refusal, and any error that did
- * not come from talking to the agent (a bug: the task retries, which the contract makes safe).
+ * (the agent keeps working), a StaleToolCallError for a stale refusal, a WorkspaceRefusedError
+ * for an agent that refuses this server outright, and any error that did not come from talking
+ * to the agent (a bug: the task retries, which the contract makes safe).
  */
 export function classifyAgentError(err: unknown, signal: AbortSignal): AgentFailure {
   if (signal.aborted) throw signal.reason;
+  const refusal = workspaceRefusal(err);
+  if (refusal) throw refusal;
   if (err instanceof ToolCallError) {
     switch (err.code) {
       case "stale_tool_call":

@@ -11,7 +11,7 @@ export {
   type ToolName,
 } from "./declarations.ts";
 export { MAX_DURATION_MS, formatDuration, parseDuration, type ParsedDuration } from "./duration.ts";
-export { StaleToolCallError } from "./failures.ts";
+export { StaleToolCallError, WorkspaceRefusedError, workspaceRefusal } from "./failures.ts";
 export type { ToolContext } from "./context.ts";
 export { interruptResult, unsentResult, type InterruptOptions } from "./interrupt.ts";
 export { runTool, type ToolCallRequest, type ToolOutcome } from "./run.ts";

@@ -11,7 +11,7 @@ import {
 import { resending, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
 import { TOOL_INPUTS, TOOL_NAMES, isToolName } from "./declarations.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
-import { StaleToolCallError, classifyAgentError } from "./failures.ts";
+import { StaleToolCallError, WorkspaceRefusedError, classifyAgentError } from "./failures.ts";
 import {
   backgroundResult,
   canceledResult,
@@ -215,8 +215,10 @@ function failureResult(
         return assertNever(f);
     }
   } catch (thrown) {
-    // A stale refusal settles nothing here: the interrupt still owes one honest result.
-    if (!(thrown instanceof StaleToolCallError) || ctx.signal.aborted) throw thrown;
+    // A stale refusal or an agent refusing this server settles nothing here: the interrupt
+    // still owes one honest result, and must end.
+    const settles = thrown instanceof StaleToolCallError || thrown instanceof WorkspaceRefusedError;
+    if (!settles || ctx.signal.aborted) throw thrown;
     reason = "agent_error";
     detail = thrown.message;
   }

@@ -6,6 +6,7 @@ import { MessageNotEditableError, titleOf, type Chat } from "../chats.ts";
 import type { Database, Queryable } from "../db/index.ts";
 import type { MessagePart } from "../messages.ts";
 import { loadChat, startTurn, transition, type Locked, type UserInput } from "./core.ts";
+import { storableParts, storableText } from "./storable.ts";
 
 export interface CreateChatInput {
   ownerId: string;
@@ -25,7 +26,7 @@ export async function createChat(db: Database, input: CreateChatInput): Promise<
       input.ownerId,
       input.workspaceId,
       input.modelConfigId,
-      input.title ?? titleOf(input.message ?? ""),
+      storableText(input.title ?? titleOf(input.message ?? "")),
     ],
   );
   if (input.message !== undefined) await sendMessage(db, id, input.ownerId, input.message, "queue");
@@ -161,14 +162,22 @@ function isIdle(chat: Chat): boolean {
 async function enqueue(l: Locked, input: UserInput): Promise<void> {
   await l.tx.query(
     "INSERT INTO chat_queued_messages (chat_id, content, created_by, edit_of) VALUES ($1, $2, $3, $4)",
-    [l.chat.id, JSON.stringify(input.content), input.createdBy, input.editOf ?? null],
+    [
+      l.chat.id,
+      JSON.stringify(storableParts(input.content)),
+      input.createdBy,
+      input.editOf ?? null,
+    ],
   );
   await l.tx.query("UPDATE chats SET queue_version = $2 WHERE id = $1", [l.chat.id, l.version]);
 }
 
 async function askToStop(l: Locked): Promise<void> {
   if (l.chat.status === "running") {
-    await l.tx.query("UPDATE chats SET status = 'interrupting' WHERE id = $1", [l.chat.id]);
+    // The generation task stops; what its retries recorded is no longer the chat's state.
+    await l.tx.query("UPDATE chats SET status = 'interrupting', retry_state = NULL WHERE id = $1", [
+      l.chat.id,
+    ]);
   }
 }
 

@@ -13,6 +13,7 @@ import {
   type MessagePart,
   type NewMessage,
 } from "../messages.ts";
+import { storableParts } from "./storable.ts";
 
 /** LISTEN/NOTIFY channel of chat changes; the payload is a JSON {@link ChatChange}. */
 export const CHAT_CHANNEL = "tether_chats";
@@ -75,7 +76,8 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
         l.chat.id,
         m.role,
         m.visibility,
-        JSON.stringify(m.content),
+        // Text the database cannot store is replaced here, for every message of every transition.
+        JSON.stringify(storableParts(m.content)),
         m.createdBy ?? null,
         m.inputTokens ?? 0,
         m.outputTokens ?? 0,
@@ -88,7 +90,8 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
   }
   if (messages.length > 0) {
     await l.tx.query(
-      "UPDATE chats SET history_version = $2, generation_attempt = 0 WHERE id = $1",
+      // History moved: the task that was failing (if any) is done, and so is its retry state.
+      "UPDATE chats SET history_version = $2, generation_attempt = 0, retry_state = NULL WHERE id = $1",
       [l.chat.id, l.version],
     );
   }

@@ -3,3 +3,4 @@
 export { CHAT_CHANNEL, loadChat, loadHistory, type ChatChange } from "./core.ts";
 export * from "./api.ts";
 export * from "./worker.ts";
+export { retryingOf, type Retrying } from "./retrying.ts";

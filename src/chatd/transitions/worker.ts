@@ -14,6 +14,7 @@ import {
   transition,
   type Locked,
 } from "./core.ts";
+import { storableJson, storableText } from "./storable.ts";
 
 export interface Acquired {
   chatId: string;
@@ -122,13 +123,25 @@ export async function recordGenerationAttempt(db: Database, fence: Fence): Promi
   });
 }
 
-export async function recordRetryState(db: Database, fence: Fence, state: unknown): Promise<void> {
+/**
+ * Records a failed attempt of the task (its `retrying`, see retrying.ts): `attempt` failures in
+ * a row, the last one in words, and the next attempt `delayMs` from now on the database clock.
+ */
+export async function recordRetryState(
+  db: Database,
+  fence: Fence,
+  state: { attempt: number; lastError: string; delayMs: number },
+): Promise<void> {
   await transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
-    await l.tx.query("UPDATE chats SET retry_state = $2 WHERE id = $1", [
-      fence.chatId,
-      JSON.stringify(state),
-    ]);
+    await l.tx.query(
+      `UPDATE chats SET retry_state = jsonb_build_object(
+         'status', status, 'history_version', history_version::text, 'attempt', $2::int,
+         'last_error', $3::text,
+         'next_attempt_at', to_jsonb(now() + make_interval(secs => $4::float8 / 1000)))
+       WHERE id = $1`,
+      [fence.chatId, state.attempt, storableText(state.lastError), Math.max(0, state.delayMs)],
+    );
   });
 }
 
@@ -180,18 +193,27 @@ async function popQueueOrWait(l: Locked): Promise<"running" | "waiting"> {
  * Ends an interruption (CHATD.md 8 step 4): the interrupt task's `messages` (the partial
  * assistant message, one result per unresolved call, the usage record) go in; any call still
  * without a result gets an honest unknown; then the queued message (if any) starts the next
- * turn, else the chat waits.
+ * turn, else the chat waits. `error` (an interrupt task that could not finish) is kept as the
+ * waiting chat's last_error for the user to read.
  */
 export async function finishInterruption(
   db: Database,
   fence: Fence,
   messages: NewMessage[] = [],
+  error?: { message: string; detail?: string },
 ): Promise<"running" | "waiting"> {
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
     await insertMessages(l, messages);
     await answerOutstanding(l, "interrupted");
-    return popQueueOrWait(l);
+    const next = await popQueueOrWait(l);
+    if (error && next === "waiting") {
+      await l.tx.query("UPDATE chats SET last_error = $2 WHERE id = $1", [
+        l.chat.id,
+        storableJson(error),
+      ]);
+    }
+    return next;
   });
 }
 
@@ -205,7 +227,7 @@ export async function finishError(
     checkFence(l.chat, fence);
     await l.tx.query(
       `UPDATE chats SET status = 'error', last_error = $2, ${RELEASE} WHERE id = $1`,
-      [fence.chatId, JSON.stringify(error)],
+      [fence.chatId, storableJson(error)],
     );
     await release(l);
   });

@@ -16,12 +16,14 @@ import {
   acquire,
   CHAT_CHANNEL,
   finishError,
+  finishInterruption,
   heartbeat,
   loadChat,
   recordRetryState,
   type ChatChange,
 } from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
+import { failureSentence, failureSummary } from "./failure.ts";
 import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
 
 export const DEFAULT_LEASE_MS = 300_000;
@@ -48,6 +50,16 @@ export interface WorkerOptions extends Omit<GenerationDeps, "clock" | "log" | "m
   attemptTimeoutMs?: number;
   backoffMinMs?: number;
   backoffMaxMs?: number;
+  /**
+   * A task whose attempts keep failing gives up this long after its first failure (default
+   * RETRY_LIMIT_MS, 10 minutes): a turn ends in `error` with `last_error`, an interruption is
+   * committed with `unknown` results.
+   */
+  retryLimitMs?: number;
+  /** ... or after this many failures in a row (default RETRY_MAX_ATTEMPTS). */
+  retryMaxAttempts?: number;
+  /** The longest Retry-After of a provider that is waited out (default RETRY_AFTER_MAX_MS). */
+  retryAfterMaxMs?: number;
 }
 
 export class Worker {
@@ -145,7 +157,10 @@ export class Worker {
   }
 
   #error(err: unknown, chatId: string | undefined, what: string): void {
-    this.#deps.log.warn({ err, ...(chatId && { chat_id: chatId }) }, `${what} failed`);
+    this.#deps.log.warn(
+      { error: failureSummary(err), ...(chatId && { chat_id: chatId }) },
+      `${what} failed`,
+    );
   }
 
   #onChange(payload: string): void {
@@ -260,7 +275,7 @@ class Runner {
     readonly runnerId: string,
   ) {
     this.done = this.#loop().catch((err: unknown) =>
-      deps.log.warn({ err, chat_id: chatId }, "runner failed"),
+      deps.log.warn({ error: failureSummary(err), chat_id: chatId }, "runner failed"),
     );
   }
 
@@ -282,6 +297,40 @@ class Runner {
       t.ac.abort();
     }
     this.#wake?.();
+  }
+
+  /**
+   * Ends a task that failed for good or for too long. A turn ends in `error`; an interruption
+   * is committed with an honest `unknown` result for every call still without one (it always
+   * ends), or, if even that cannot be written, in `error`.
+   */
+  async #endTask(
+    fence: Fence,
+    err: unknown,
+    why: "permanent" | "gave_up",
+    attempts: number,
+  ): Promise<void> {
+    const error = {
+      message: failureSentence(err),
+      ...(why === "gave_up" && {
+        detail: `Gave up after ${attempts} failed attempt${attempts === 1 ? "" : "s"} in a row.`,
+      }),
+    };
+    this.deps.log.warn(
+      { error: failureSummary(err), chat_id: this.chatId, attempts, why },
+      fence.status === "interrupting"
+        ? "interrupt task failed; the interruption ends with unknown results"
+        : "task failed; the turn ends in error",
+    );
+    if (fence.status === "interrupting") {
+      try {
+        await finishInterruption(this.deps.db, fence, [], error);
+        return;
+      } catch {
+        // fall through: the chat ends in error instead
+      }
+    }
+    await finishError(this.deps.db, fence, error).catch(() => undefined);
   }
 
   async #loop(): Promise<void> {
@@ -320,23 +369,22 @@ class Runner {
         attemptTimeoutMs: this.o.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
         ...(this.o.backoffMinMs !== undefined && { backoffMinMs: this.o.backoffMinMs }),
         ...(this.o.backoffMaxMs !== undefined && { backoffMaxMs: this.o.backoffMaxMs }),
+        ...(this.o.retryLimitMs !== undefined && { retryLimitMs: this.o.retryLimitMs }),
+        ...(this.o.retryMaxAttempts !== undefined && { maxAttempts: this.o.retryMaxAttempts }),
+        ...(this.o.retryAfterMaxMs !== undefined && { retryAfterMaxMs: this.o.retryAfterMaxMs }),
         onRetry: async (err, attempt, delayMs) => {
+          // Never the error itself: a model error carries the prompt, a query error its values.
           this.deps.log.warn(
-            { err, chat_id: this.chatId, attempt, delay_ms: delayMs },
+            { error: failureSummary(err), chat_id: this.chatId, attempt, delay_ms: delayMs },
             "task attempt failed; retrying",
           );
           await recordRetryState(this.deps.db, fence, {
             attempt,
-            delay_ms: delayMs,
-            error: err instanceof Error ? err.message : String(err),
+            lastError: failureSentence(err),
+            delayMs,
           }).catch(() => undefined);
         },
-        onPermanentFailure: async (err) => {
-          this.deps.log.warn({ err, chat_id: this.chatId }, "task failed; the turn ends in error");
-          await finishError(this.deps.db, fence, {
-            message: err instanceof Error ? err.message : String(err),
-          }).catch(() => undefined);
-        },
+        onFailure: (err, why, attempts) => this.#endTask(fence, err, why, attempts),
       });
       this.#task = undefined;
     }
