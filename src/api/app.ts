@@ -5,6 +5,7 @@
 
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { AgentPool } from "../chatd/agents.ts";
+import { agentStandInRoutes } from "./agent-standin.ts";
 import { auditRoutes } from "./audit.ts";
 import { authenticate, authRoutes } from "./auth.ts";
 import { ChatChanges } from "./changes.ts";
@@ -17,6 +18,7 @@ import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
 import { streamRoutes } from "./stream.ts";
+import { templateRoutes } from "./templates.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { usageRoutes } from "./usage.ts";
 import { userRoutes } from "./users.ts";
@@ -98,6 +100,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   userRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workspaceRoutes(app, ctx);
+  templateRoutes(app, ctx);
   modelRoutes(app, ctx);
   chatRoutes(app, ctx);
   processRoutes(app, ctx);
@@ -107,6 +110,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   openApiRoutes(app, ctx);
   webRoutes(app, ctx);
   internalRoutes(app, ctx);
+  agentStandInRoutes(app, ctx); // STAND-IN until the dialout branch merges
 
   await app.ready();
   return app;

@@ -139,6 +139,8 @@ export const PUBLIC_ROUTES = new Set([
   "POST /api/v1/auth/login",
   "GET /",
   "GET /*",
+  // STAND-IN until the dialout branch merges: the stand-in agent shows its agent token.
+  "POST /standin/v1/agents/register",
 ]);
 
 /** Routes between replicas: they take the replica secret in this header, never a user token. */

@@ -31,7 +31,7 @@ class ApiError extends Error {
   }
 }
 
-async function api<T>(
+export async function api<T>(
   server: string,
   token: string | undefined,
   method: string,
@@ -59,7 +59,7 @@ async function api<T>(
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-async function resolveToken(o: ChatCommandOptions): Promise<string> {
+export async function resolveToken(o: ChatCommandOptions): Promise<string> {
   const explicit = o.token ?? process.env.TETHER_TOKEN;
   if (explicit) return explicit;
   const file = o.tokenFile ?? path.join(".tether", "cli-token");

@@ -2,6 +2,8 @@
 
 import { Command, InvalidArgumentError } from "commander";
 import { runAgent } from "./agent.ts";
+import { runDialOutStandIn } from "./agent-standin.ts";
+import { templatesCommand } from "./templates.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
@@ -50,16 +52,18 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command("agent")
     .description("Serve the workspace agent contract for one workspace directory.")
-    .requiredOption(
-      "--listen <host:port>",
-      "address to listen on (port 0 picks a free port)",
-      listenArg,
-    )
+    .option("--listen <host:port>", "address to listen on (port 0 picks a free port)", listenArg)
+    .option("--server <url>", "dial out to this server (token in TETHER_AGENT_TOKEN)", httpUrl)
     .option("--dir <dir>", "workspace directory (default: the current directory)")
     .option("--token <token>", "require Authorization: Bearer <token> on every request")
-    .action(async (o: { listen: string; dir?: string; token?: string }) => {
-      await runAgent(o);
+    .action(async (o: { listen?: string; server?: string; dir?: string; token?: string }) => {
+      // STAND-IN until the dialout branch merges: its `--server` replaces this branch.
+      if (o.server) return runDialOutStandIn({ server: o.server, ...(o.dir && { dir: o.dir }) });
+      if (!o.listen) throw new InvalidArgumentError("Give --listen HOST:PORT or --server URL.");
+      await runAgent({ ...o, listen: o.listen });
     });
+
+  program.addCommand(templatesCommand());
 
   program
     .command("server")
@@ -95,6 +99,11 @@ export async function main(argv: string[]): Promise<void> {
     .option(
       "--trust-proxy",
       "take the client address and https from X-Forwarded-* (only behind a proxy that sets them)",
+    )
+    .option(
+      "--lifecycle-interval-ms <n>",
+      "how often idle template workspaces are looked for and stopped (default 10 s)",
+      positiveInt,
     )
     .option(
       "--task-timeout-ms <n>",

@@ -16,7 +16,8 @@ import { replicaSecret } from "../chatd/replicas.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
-import { Worker } from "../chatd/worker/worker.ts";
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/worker.ts";
+import { WorkspaceServices } from "../workspaces/index.ts";
 import {
   createLanguageModel,
   defaultModelSpec,
@@ -56,6 +57,13 @@ export interface ServerOptions {
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
   webRoot?: string;
+  /**
+   * The address workspace agents dial (tether_server_url); the listen URL by default.
+   * (The dialout branch adds the `--access-url` flag for it.)
+   */
+  accessUrl?: string;
+  /** How often idle template workspaces are looked for (default 10 s; tests use less). */
+  lifecycleIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -104,7 +112,20 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
   // One client per agent for the worker's tool calls and the API's process reads alike.
   const agents = new AgentPool(db, { onRequest });
+  // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
+  const workspaces = new WorkspaceServices({
+    db,
+    workerId,
+    agents,
+    log: log.child({ replica: workerId }),
+    dataDir: o.dataDir,
+    leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
+    heartbeatMs: o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    ...(o.lifecycleIntervalMs !== undefined && { lifecycleIntervalMs: o.lifecycleIntervalMs }),
+    ...(o.clock && { clock: o.clock }),
+  });
   const worker = new Worker({
+    workspaceReady: workspaces.workspaceReady,
     db,
     buffer,
     workerId,
@@ -164,6 +185,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
     agents,
+    workspaces,
     ...(o.trustProxy && { trustProxy: true }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
@@ -171,6 +193,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
   await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
+  await workspaces.start({ accessUrl: o.accessUrl ?? url, takeOverAll: !o.postgresUrl });
   // Which replica owns which chat (chats.worker_id) is only readable with this ID.
   log.info({ workerId: worker.id }, "worker started");
 
@@ -182,6 +205,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     localAgent,
     async close(c = {}) {
       await api.close();
+      await workspaces.stop();
       await worker.stop();
       if (!c.keepLocalAgent) await supervisor?.stop();
       agents.close();
