@@ -16,14 +16,17 @@ import { finishError } from "../chatd/transitions/index.ts";
 import { sleep, type Clock } from "../contract/index.ts";
 import { agentUptimeMs } from "./agent-uptime.ts";
 import { BuildInProgressError, queueBuild } from "./builds.ts";
-import { touchWorkspaces, workspaceState, type WorkspaceState } from "./workspace.ts";
+import {
+  AGENT_CONNECT_GRACE_MS,
+  touchWorkspaces,
+  workspaceState,
+  type WorkspaceState,
+} from "./workspace.ts";
 
 /** The contract's age margin (2 s) and a safety half second: an agent this old takes any call. */
 export const AGENT_WARM_UP_MS = 2_500;
 /** The workspace is read again this often while a turn waits for it. */
 export const WORKSPACE_POLL_MS = 250;
-/** A workspace whose start succeeded but whose agent has not connected for this long fails the turn. */
-export const AGENT_CONNECT_TIMEOUT_MS = 2 * 60_000;
 
 export interface ReadinessOptions {
   db: Database;
@@ -114,7 +117,7 @@ export async function awaitWorkspace(
   const startedAt = turnStart(chat, history);
   const limits = {
     warmUpMs: o.warmUpMs ?? AGENT_WARM_UP_MS,
-    connectTimeoutMs: o.connectTimeoutMs ?? AGENT_CONNECT_TIMEOUT_MS,
+    connectTimeoutMs: o.connectTimeoutMs ?? AGENT_CONNECT_GRACE_MS,
   };
   const poll = o.pollMs ?? WORKSPACE_POLL_MS;
   for (;;) {

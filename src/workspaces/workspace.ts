@@ -1,8 +1,8 @@
 // A template workspace as the rest of Tether sees it: its status (from its latest build),
 // whether its agent is connected, and its deadline — when it stops if nothing happens. Last
 // activity is the latest of: the workspace's recorded activity (a start, an open chat stream,
-// a process seen running, a turn beginning) and its chats' last changes; a chat running on it
-// is activity now. One query answers all of it, for one workspace or for all running ones.
+// a process seen running, a turn beginning), its chats' last changes and its agent's
+// connection; a chat running on it is activity now. One query answers all of it, for one workspace or for all running ones.
 
 import type { Queryable } from "../chatd/db/index.ts";
 import { rowToBuild, workspaceStatus, type Build, type WorkspaceStatus } from "./builds.ts";
@@ -34,7 +34,9 @@ export interface WorkspaceState {
 export const WORKSPACE_STATE_SQL = `
   SELECT w.id, w.name, w.owner_id, w.template_id, w.template_version,
     coalesce(w.ttl_ms, t.default_ttl_ms) AS ttl_ms,
-    greatest(w.last_active_at, (SELECT max(c.updated_at) FROM chats c WHERE c.workspace_id = w.id))
+    greatest(w.last_active_at,
+             (SELECT max(c.updated_at) FROM chats c WHERE c.workspace_id = w.id),
+             (SELECT a.connected_at FROM agent_connections a WHERE a.workspace_id = w.id))
       AS last_active_at,
     EXISTS (SELECT 1 FROM chats c WHERE c.workspace_id = w.id
             AND c.status IN ('running', 'interrupting') AND NOT c.archived) AS busy,
@@ -48,17 +50,34 @@ export const WORKSPACE_STATE_SQL = `
   FROM workspaces w JOIN templates t ON t.id = w.template_id
   LEFT JOIN workspace_builds b ON b.id = w.latest_build_id`;
 
-/** The deadline rule: last activity (now, while busy) + TTL, for a running workspace only. */
+/**
+ * How long after a start an agent may take to connect. A turn waits that long for it; the
+ * lifecycle loop gives a workspace whose agent has not connected yet that long before it stops
+ * it (even with a shorter TTL), and then stops it, so a broken agent does not leak compute.
+ */
+export const AGENT_CONNECT_GRACE_MS = 2 * 60_000;
+
+/**
+ * The deadline rule, for a running workspace with a TTL: last activity (now, while busy) +
+ * TTL — and, while its agent has not connected, no sooner than the connect grace after the
+ * start finished.
+ */
 export function deadlineOf(w: {
   status: WorkspaceStatus;
   ttlMs: number;
   busy: boolean;
   lastActiveAt: Date | undefined;
+  connected: boolean;
+  /** When the start that made it running finished. */
+  runningSince: Date | undefined;
   now: Date;
 }): Date | undefined {
   if (w.status !== "running" || w.ttlMs === 0) return undefined;
   const last = w.busy || !w.lastActiveAt ? w.now : w.lastActiveAt;
-  return new Date(last.getTime() + w.ttlMs);
+  let deadline = last.getTime() + w.ttlMs;
+  if (!w.connected && w.runningSince)
+    deadline = Math.max(deadline, w.runningSince.getTime() + AGENT_CONNECT_GRACE_MS);
+  return new Date(deadline);
 }
 
 export function rowToWorkspaceState(r: Record<string, unknown>): WorkspaceState {
@@ -82,6 +101,7 @@ export function rowToWorkspaceState(r: Record<string, unknown>): WorkspaceState 
     connectedForMs: connectedAt && Math.max(0, now.getTime() - connectedAt.getTime()),
     busy: r.busy as boolean,
     lastActiveAt: (r.last_active_at as Date | null) ?? undefined,
+    runningSince: latestBuild?.finishedAt ?? undefined,
     now,
   };
   return { ...s, deadline: deadlineOf(s) };
