@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
-import { claimBuilds, expireBuilds, finishBuild, LEASE_EXPIRED_ERROR } from "../workspaces/index.ts";
+import {
+  claimBuilds,
+  expireBuilds,
+  finishBuild,
+  LEASE_EXPIRED_ERROR,
+} from "../workspaces/index.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
 
 const FILES = { "main.tf": 'resource "terraform_data" "x" {}\n' };
@@ -210,11 +215,10 @@ describeDatabases("templates and template workspaces", (db) => {
   it("a build's log is text/plain; another user's workspace is not found", async () => {
     const t = await createTemplate();
     const w = await createWorkspace(t.id);
-    await db().query("INSERT INTO workspace_build_logs (build_id, chunk) VALUES ($1, $2), ($1, $3)", [
-      w.latest_build.id,
-      "line one\n",
-      "line two\n",
-    ]);
+    await db().query(
+      "INSERT INTO workspace_build_logs (build_id, chunk) VALUES ($1, $2), ($1, $3)",
+      [w.latest_build.id, "line one\n", "line two\n"],
+    );
     const res = await api.app.inject({
       method: "GET",
       url: `/api/v1/workspaces/${w.id}/builds/${w.latest_build.id}/logs`,

@@ -27,7 +27,10 @@ const TemplateName = z
   .trim()
   .min(1, "must not be empty")
   .max(100)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-', from a letter or digit");
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    "letters, digits, '.', '_' and '-', from a letter or digit",
+  );
 const Description = z.string().trim().max(2000);
 const DefaultTtlMs = z
   .number()

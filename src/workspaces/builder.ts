@@ -236,7 +236,9 @@ export class Builder {
   }
 
   /** What a build needs: its files, the last state and the variables (a token for a start). */
-  async #prepare(build: Build): Promise<
+  async #prepare(
+    build: Build,
+  ): Promise<
     | { status: "ok"; files: Record<string, string>; state?: string; variables: TemplateVariables }
     | { status: "failed"; error: string }
   > {

@@ -20,7 +20,8 @@ export interface WorkspaceChange {
 export type BuildTransition = "start" | "stop" | "delete";
 export type BuildReason = "user" | "autostop" | "chat";
 export type BuildStatus = "pending" | "running" | "succeeded" | "failed";
-export type WorkspaceStatus = "starting" | "running" | "stopping" | "stopped" | "deleting" | "failed";
+export type WorkspaceStatus =
+  "starting" | "running" | "stopping" | "stopped" | "deleting" | "failed";
 
 export interface Build {
   id: string;

@@ -58,8 +58,7 @@ export interface TerraformRunOptions {
 }
 
 export type TerraformResult =
-  | { status: "succeeded"; state?: string }
-  | { status: "failed"; error: string; state?: string };
+  { status: "succeeded"; state?: string } | { status: "failed"; error: string; state?: string };
 
 /** The arguments of each step of a transition. */
 export function terraformSteps(transition: BuildTransition): string[][] {
@@ -99,7 +98,8 @@ async function writeTemplate(dir: string, files: TemplateFiles, state?: string):
   for (const [rel, text] of Object.entries(files)) {
     const file = path.join(dir, rel);
     // TemplateFiles refuses `..` and absolute paths; this is the belt to those braces.
-    if (!file.startsWith(dir + path.sep)) throw new Error(`Template path ${rel} leaves its folder.`);
+    if (!file.startsWith(dir + path.sep))
+      throw new Error(`Template path ${rel} leaves its folder.`);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await writeFile(file, text, { mode: 0o600 });
   }

@@ -140,7 +140,7 @@ export async function startWorkspaceServer(
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
-  proc.stderr!.on("data", (c: Buffer) => {
+  proc.stderr.on("data", (c: Buffer) => {
     err += c.toString();
     if (process.env.TETHER_TEST_SERVER_LOG) process.stderr.write(c);
   });
@@ -167,7 +167,7 @@ export async function startWorkspaceServer(
         START_TIMEOUT_MS,
       );
       let out = "";
-      proc.stdout!.on("data", (c: Buffer) => {
+      proc.stdout.on("data", (c: Buffer) => {
         out += c.toString();
         const m = /^listening on (http:\/\/\S+)$/m.exec(out);
         if (m) {
@@ -200,7 +200,8 @@ export async function startWorkspaceServer(
   const token = (JSON.parse(first.text) as { token: string }).token;
   const api = async <T>(method: string, route: string, body?: unknown): Promise<T> => {
     const r = await raw(method, route, body, token);
-    if (r.status < 200 || r.status > 299) throw new Error(`${method} ${route}: ${r.status} ${r.text}`);
+    if (r.status < 200 || r.status > 299)
+      throw new Error(`${method} ${route}: ${r.status} ${r.text}`);
     return (r.text ? JSON.parse(r.text) : undefined) as T;
   };
   const workspace = (id: string) => api<WorkspaceJson>("GET", `/api/v1/workspaces/${id}`);
@@ -296,7 +297,10 @@ export function commandModel(fake: FakeProvider): void {
     const text = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content);
     const stall = /^stall:(\d+)/.exec(text);
     if (stall)
-      return { text: Array.from({ length: Number(stall[1]) }, () => "slow").join(" "), delayMs: 1_000 };
+      return {
+        text: Array.from({ length: Number(stall[1]) }, () => "slow").join(" "),
+        delayMs: 1_000,
+      };
     const m = /^\$(&?) ([\s\S]+)$/.exec(text);
     if (!m) return { text: "ok." };
     return {

@@ -132,7 +132,9 @@ describe.skipIf(!HAS_TERRAFORM)("examples/templates/local", () => {
     // A model call that streams for longer than the TTL.
     await s.send(chat, "stall:7");
     const stalled = await s.settle(chat);
-    expect(stalled.messages.at(-1)?.parts).toMatchObject([{ type: "text", text: expect.stringMatching(/^slow( slow){6}$/) }]);
+    expect(stalled.messages.at(-1)?.parts).toMatchObject([
+      { type: "text", text: expect.stringMatching(/^slow( slow){6}$/) },
+    ]);
     expect(await autostops()).toEqual([]);
 
     // A background process: the turn ends at once, the process runs on past the TTL and
