@@ -256,3 +256,57 @@ describeDatabases("templates and template workspaces", (db) => {
     expect(rename.body).toMatchObject({ name: "renamed", status: "starting" });
   });
 });
+
+describeDatabases("workspace running time in usage", (db) => {
+  let api: TestApi;
+  beforeEach(async () => {
+    api = await startTestApi(db());
+  });
+  afterEach(async () => {
+    await api.app.close();
+  });
+
+  it("each user's workspace running time is reported per user and per day, split at midnight UTC", async () => {
+    const run = (owner: string, from: string, to: string | null) =>
+      db().query(
+        `INSERT INTO workspace_runs (workspace_id, workspace_name, owner_id, started_at, stopped_at)
+         VALUES (gen_random_uuid(), 'w', $1, $2, $3)`,
+        [owner, from, to],
+      );
+    await run(api.memberId, "2026-03-01T23:00:00Z", "2026-03-02T01:30:00Z");
+    await run(api.adminId, "2026-03-02T10:00:00Z", "2026-03-02T10:15:00Z");
+    const range = "from=2026-03-01&to=2026-03-03";
+    const byDay = await api.request("GET", `/api/v1/usage?group_by=day&${range}`, {
+      token: api.adminToken,
+    });
+    expect(byDay.status).toBe(200);
+    expect(
+      (byDay.body.rows as { day: string; workspace_runtime_ms: number }[]).map((r) => [
+        r.day,
+        r.workspace_runtime_ms,
+      ]),
+    ).toEqual([
+      ["2026-03-01", 3_600_000],
+      ["2026-03-02", 5_400_000 + 900_000],
+    ]);
+    const byUser = await api.request("GET", `/api/v1/usage?group_by=user&${range}`, {
+      token: api.adminToken,
+    });
+    const users = byUser.body.rows as {
+      email: string;
+      workspace_runtime_ms: number;
+      runtime_ms: number;
+    }[];
+    expect(users.map((r) => [r.email, r.workspace_runtime_ms, r.runtime_ms]).sort()).toEqual([
+      ["admin@example.com", 900_000, 0],
+      ["member@example.com", 9_000_000, 0],
+    ]);
+    // A member sees only their own.
+    const mine = await api.request("GET", `/api/v1/usage?group_by=day&${range}`, {
+      token: api.memberToken,
+    });
+    expect(
+      (mine.body.rows as { workspace_runtime_ms: number }[]).map((r) => r.workspace_runtime_ms),
+    ).toEqual([3_600_000, 5_400_000]);
+  });
+});
