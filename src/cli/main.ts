@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { runAgent } from "./agent.ts";
 import { runDialOutStandIn } from "./agent-standin.ts";
 import { templatesCommand } from "./templates.ts";
+import { workspacesCommand } from "./workspaces.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
@@ -64,6 +65,7 @@ export async function main(argv: string[]): Promise<void> {
     });
 
   program.addCommand(templatesCommand());
+  program.addCommand(workspacesCommand());
 
   program
     .command("server")
@@ -128,9 +130,15 @@ export async function main(argv: string[]): Promise<void> {
     .option("--server <url>", "server URL", "http://127.0.0.1:3000")
     .option("--token <token>", "API token (default: $TETHER_TOKEN, or the saved one)")
     .option("--chat <id>", "continue this chat instead of starting a new one")
-    .action(async (message: string, o: { server: string; token?: string; chat?: string }) => {
-      await runChat(message, o);
-    });
+    .option("--workspace <name-or-id>", "a new chat's workspace (default: the server's default)")
+    .action(
+      async (
+        message: string,
+        o: { server: string; token?: string; chat?: string; workspace?: string },
+      ) => {
+        await runChat(message, o);
+      },
+    );
 
   await program.parseAsync(argv);
 }

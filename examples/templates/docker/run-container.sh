@@ -2,7 +2,7 @@
 # node and checkout read-only (MOUNT_TETHER), and the agent dialing out with its token.
 set -eu
 docker rm -f "$CONTAINER" >/dev/null 2>&1 || true
-set -- --network host --hostname "tether-$(echo "$WORKSPACE_NAME" | tr -c 'A-Za-z0-9-' '-' | cut -c1-40)" \
+set -- --network host --hostname "tether-$(printf %s "$WORKSPACE_NAME" | tr -c 'A-Za-z0-9-' '-' | cut -c1-40)" \
   -v "$VOLUME:/home/workspace"
 if [ -n "$MOUNT_TETHER" ]; then
   node=$(readlink -f "$(command -v node)")
