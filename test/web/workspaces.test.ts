@@ -112,6 +112,11 @@ describe.skipIf(CHROMIUM === undefined || !HAS_TERRAFORM)("web UI: template work
     );
     expect(workspaces.find((w) => w.name === "fresh-box")?.status).toBe("running");
 
+    // Usage: how long the workspaces ran.
+    await page.getByRole("link", { name: "Usage" }).click();
+    await page.getByTestId("workspace-usage").getByText("workspaces ran").first().waitFor();
+    await shot(page, "usage-desktop");
+
     // The workspaces page at phone size.
     await page.setViewportSize(PHONE);
     await page.goto(new URL("/workspaces", s.url).toString());

@@ -112,7 +112,7 @@ describe.skipIf(!HAS_TERRAFORM)("examples/templates/local", () => {
     expect(workspaces.map((w) => w.id)).not.toContain(id);
   }, 180_000);
 
-  it("an idle workspace stops after its TTL, but never while a long command, a background process or a long model call runs", async () => {
+  it("an idle workspace stops after its TTL, but never while a long command, a background process, a long model call or an open chat stream runs", async () => {
     const id = (
       await s.api<WorkspaceJson>("POST", "/api/v1/workspaces", {
         name: "idle",
@@ -145,6 +145,23 @@ describe.skipIf(!HAS_TERRAFORM)("examples/templates/local", () => {
     const marker = path.join(homeOf(id), "marker.txt");
     await waitFor("the background process's marker", () => existsSync(marker), 30_000);
     expect(await autostops()).toEqual([]);
+
+    // An open chat stream is activity too: twice the TTL with one open, and it still runs.
+    const stream = new AbortController();
+    const res = await fetch(new URL(`/api/v1/chats/${chat}/stream`, s.url), {
+      headers: { authorization: `Bearer ${s.token}` },
+      signal: stream.signal,
+    });
+    expect(res.status).toBe(200);
+    const read = res.body!.getReader();
+    const reading = (async () => {
+      for (;;) if ((await read.read().catch(() => ({ done: true }))).done) return;
+    })();
+    await new Promise((r) => setTimeout(r, TTL_MS * 2));
+    expect(await autostops()).toEqual([]);
+    expect((await s.workspace(id)).status).toBe("running");
+    stream.abort();
+    await reading;
 
     // Then nothing happens: it stops by itself, keeping its home.
     const stopped = await s.waitStatus(id, "stopped", 30_000);
