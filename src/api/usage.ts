@@ -169,7 +169,8 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
     }
     const running = await workspaceTime(ctx.db, q.group_by, filter);
     const missing = [...running.keys()].filter((k) => !rows.some((r) => r.key === k));
-    const emails = q.group_by === "user" ? await emailsOf(ctx.db, missing) : new Map();
+    const emails =
+      q.group_by === "user" ? await emailsOf(ctx.db, missing) : new Map<string, string>();
     for (const key of missing)
       rows.push({ key, label: emails.get(key) ?? null, usage: { ...ZERO } });
     if (missing.length > 0) rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
