@@ -28,6 +28,13 @@ const UNIT = [
   "test/chaos/checker.test.ts",
   "test/support/fake-provider.test.ts",
   "test/web/build.test.ts",
+  "src/workspaces/builds.test.ts",
+  "src/workspaces/readiness.test.ts",
+  "src/workspaces/runs.test.ts",
+  "src/workspaces/scrub.test.ts",
+  "src/workspaces/templates.test.ts",
+  "src/workspaces/terraform.test.ts",
+  "src/workspaces/workspace.test.ts",
 ];
 const DB = [
   "src/chatd/db/**/*.test.ts",
@@ -37,6 +44,7 @@ const DB = [
   "src/api/openapi.test.ts",
   "src/api/relay.test.ts",
   "src/api/stream.test.ts",
+  "src/api/templates.test.ts",
   "src/api/usage.test.ts",
   "src/workspaces/agent-tokens.test.ts",
   "test/chatd/cost.test.ts",

@@ -18,6 +18,7 @@ import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
 import { streamRoutes } from "./stream.ts";
+import { templateRoutes } from "./templates.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { usageRoutes } from "./usage.ts";
 import { userRoutes } from "./users.ts";
@@ -99,6 +100,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   userRoutes(app, ctx);
   tokenRoutes(app, ctx);
   workspaceRoutes(app, ctx);
+  templateRoutes(app, ctx);
   modelRoutes(app, ctx);
   chatRoutes(app, ctx);
   processRoutes(app, ctx);

@@ -140,6 +140,7 @@ export const PUBLIC_ROUTES = new Set([
   "POST /api/v1/auth/login",
   "GET /",
   "GET /*",
+  // STAND-IN until the dialout branch merges: the stand-in agent shows its agent token.
 ]);
 
 /** Routes between replicas: they take the replica secret in this header, never a user token. */

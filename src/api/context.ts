@@ -8,6 +8,7 @@ import type { Database } from "../chatd/db/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
+import type { WorkspaceServices } from "../workspaces/index.ts";
 import type { ChatChanges } from "./changes.ts";
 import type { ThrottleOptions } from "./throttle.ts";
 
@@ -68,6 +69,11 @@ export interface ApiOptions {
    * giver closes it (before the API's close can finish: it holds upgraded sockets).
    */
   agentHub?: AgentHub;
+  /**
+   * This replica's template workspace services: an open chat stream holds its workspace's
+   * activity through them. Without them streams record no activity (in-process API tests).
+   */
+  workspaces?: WorkspaceServices;
 }
 
 /** What every route group gets: the options and the API's own shared state. */

@@ -20,6 +20,8 @@ import { IdParams } from "./errors.ts";
 import { ModelPatch, NewModelBody } from "./models.ts";
 import { ProcessParams, SignalBody } from "./processes.ts";
 import { StreamQuery } from "./stream.ts";
+import { BuildParams, NewTemplateWorkspaceBody } from "./template-workspaces.ts";
+import { NewTemplateBody, TemplatePatch } from "./templates.ts";
 import { NewTokenBody } from "./tokens.ts";
 import { ReportQuery } from "./usage.ts";
 import { FirstUserBody, NewUserBody, UserPatch } from "./users.ts";
@@ -66,9 +68,51 @@ export const ROUTES: Record<string, RouteDoc> = {
   "GET /api/v1/tokens": { summary: "List the caller's tokens", status: 200 },
   "DELETE /api/v1/tokens/:id": { summary: "Revoke a token", status: 204, params: IdParams },
   "POST /api/v1/workspaces": {
-    summary: "Register a workspace",
+    summary: "Register a workspace by agent URL, or make one from a template (its start is queued)",
     status: 201,
-    body: NewWorkspaceBody,
+    body: z.union([NewWorkspaceBody, NewTemplateWorkspaceBody]),
+  },
+  "POST /api/v1/workspaces/:id/start": {
+    summary: "Start a template workspace (a start build)",
+    status: 202,
+    params: IdParams,
+  },
+  "POST /api/v1/workspaces/:id/stop": {
+    summary: "Stop a template workspace (a stop build; 409 while a chat runs on it)",
+    status: 202,
+    params: IdParams,
+  },
+  "GET /api/v1/workspaces/:id/builds": {
+    summary: "A template workspace's builds, newest first",
+    status: 200,
+    params: IdParams,
+  },
+  "GET /api/v1/workspaces/:id/builds/:build_id/logs": {
+    summary: "A build's Terraform output so far (text/plain)",
+    status: 200,
+    params: BuildParams,
+  },
+  "POST /api/v1/templates": {
+    summary: "Create a template (admin)",
+    status: 201,
+    body: NewTemplateBody,
+  },
+  "GET /api/v1/templates": { summary: "List templates", status: 200 },
+  "GET /api/v1/templates/:id": {
+    summary: "A template (with its files, for admins)",
+    status: 200,
+    params: IdParams,
+  },
+  "PATCH /api/v1/templates/:id": {
+    summary: "Change a template (admin); new files make a new version",
+    status: 200,
+    params: IdParams,
+    body: TemplatePatch,
+  },
+  "DELETE /api/v1/templates/:id": {
+    summary: "Delete a template no workspace uses (admin)",
+    status: 204,
+    params: IdParams,
   },
   "GET /api/v1/workspaces": { summary: "List workspaces with health", status: 200 },
   "GET /api/v1/workspaces/:id": {
@@ -83,7 +127,8 @@ export const ROUTES: Record<string, RouteDoc> = {
     body: WorkspacePatch,
   },
   "DELETE /api/v1/workspaces/:id": {
-    summary: "Delete a workspace (not while a chat runs in it)",
+    summary:
+      "Delete a workspace (not while a chat runs in it); a template workspace answers 202 and goes once its delete build succeeded",
     status: 204,
     params: IdParams,
   },

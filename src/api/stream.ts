@@ -17,6 +17,7 @@ import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
 import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
+import { watchWorkspace } from "./workspace-events.ts";
 
 /** A comment line goes out this often, so proxies and clients see the stream is alive. */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -36,7 +37,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const query = parse(StreamQuery, request.query, "query");
-    await readableChat(ctx, user, id);
+    const chat = await readableChat(ctx, user, id);
 
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;
@@ -67,6 +68,8 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
       );
     };
+    // A template workspace's state as `workspace` events; the open stream is its activity.
+    out.onClose(await watchWorkspace(ctx, chat.workspaceId, (e) => send("workspace", e)));
     const fail = (message: string): void => {
       send("error", { message });
       out.close();

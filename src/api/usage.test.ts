@@ -128,16 +128,18 @@ describeDatabases("chat usage", (db) => {
         output_tokens: calls,
         cost_micros: 2 * calls,
       });
+      // Rows by user or period carry the workspaces' running time too (none here).
+      const idle = { workspace_runtime_ms: 0 };
 
       expect(await report(api.memberToken, "?group_by=user")).toEqual([
-        { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2) },
+        { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2), ...idle },
       ]);
       const everyone = await report(api.adminToken, "");
       expect(everyone).toHaveLength(2);
       expect(everyone).toEqual(
         expect.arrayContaining([
-          { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2) },
-          { user_id: api.adminId, email: "admin@example.com", ...totals(400, 4000, 1) },
+          { user_id: api.memberId, email: "member@example.com", ...totals(300, 3000, 2), ...idle },
+          { user_id: api.adminId, email: "admin@example.com", ...totals(400, 4000, 1), ...idle },
         ]),
       );
       expect(await report(api.memberToken, "?group_by=chat")).toEqual(
@@ -148,8 +150,8 @@ describeDatabases("chat usage", (db) => {
       );
       expect((await report(api.adminToken, "?group_by=chat")).map((r) => r.chat_id)).toContain(a1);
       expect(await report(api.adminToken, "?group_by=hour")).toEqual([
-        { hour: "2026-11-01T10:00:00Z", ...totals(500, 5000, 2) },
-        { hour: "2026-11-01T11:00:00Z", ...totals(200, 2000, 1) },
+        { hour: "2026-11-01T10:00:00Z", ...totals(500, 5000, 2), ...idle },
+        { hour: "2026-11-01T11:00:00Z", ...totals(200, 2000, 1), ...idle },
       ]);
       // `from` is inclusive, `to` exclusive; offsets are honoured.
       expect(
@@ -157,10 +159,12 @@ describeDatabases("chat usage", (db) => {
           api.adminToken,
           "?group_by=hour&from=2026-11-01T11:45:00%2B00:00&to=2026-11-02",
         ),
-      ).toEqual([{ hour: "2026-11-01T11:00:00Z", ...totals(200, 2000, 1) }]);
+      ).toEqual([{ hour: "2026-11-01T11:00:00Z", ...totals(200, 2000, 1), ...idle }]);
       expect(
         await report(api.memberToken, "?from=2026-11-01T11:15:00%2B01:00&to=2026-11-01T11:45:00Z"),
-      ).toEqual([{ user_id: api.memberId, email: "member@example.com", ...totals(100, 1000, 1) }]);
+      ).toEqual([
+        { user_id: api.memberId, email: "member@example.com", ...totals(100, 1000, 1), ...idle },
+      ]);
       expect(await report(api.memberToken, "?from=2026-12-01")).toEqual([]);
     });
 

@@ -1,6 +1,6 @@
 // Usage (CHATD.md 9): model runtime from assistant messages, tool runtime and billed calls from
 // the tool-batch-usage records, tokens and cost from every message — per chat, and as a report
-// grouped by user, chat or hour. Deleted messages count too: discarding history by an edit does
+// grouped by user, chat, hour or day (with template workspaces' running time). Deleted messages count too: discarding history by an edit does
 // not undo what was spent. Usage belongs to the chat's owner.
 
 import type { FastifyInstance } from "fastify";
@@ -9,6 +9,7 @@ import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
 import { readableChat } from "./chats.ts";
 import { IdParams, parse } from "./errors.ts";
+import { emailsOf, workspaceTime } from "./workspace-usage.ts";
 
 export interface ChatUsage {
   runtime_ms: number;
@@ -30,6 +31,12 @@ const GROUPS = {
   hour: {
     key: `to_char(date_trunc('hour', m.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"')`,
     field: "hour",
+    label: "NULL",
+    labelField: undefined,
+  },
+  day: {
+    key: `to_char(date_trunc('day', m.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
+    field: "day",
     label: "NULL",
     labelField: undefined,
   },
@@ -124,7 +131,7 @@ export const ReportQuery = z
   .object({
     from: Instant.optional(),
     to: Instant.optional(),
-    group_by: z.enum(["user", "chat", "hour"]).default("user"),
+    group_by: z.enum(["user", "chat", "hour", "day"]).default("user"),
   })
   .refine((q) => !q.from || !q.to || q.from < q.to, {
     message: "must be after from",
@@ -139,21 +146,40 @@ export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
     return chatUsage(ctx, id);
   });
 
-  // Admins see everyone's usage, members their own; `to` is exclusive.
+  // Admins see everyone's usage, members their own; `to` is exclusive. Rows by user, day or
+  // hour also carry the template workspaces' running time (workspace-usage.ts).
   app.get("/api/v1/usage", async (request) => {
     const { user } = caller(request);
     const q = parse(ReportQuery, request.query, "query");
-    const rows = await usageRows(ctx, q.group_by, {
+    const filter = {
       ...(!isStaff(user) && { ownerId: user.id }),
       ...(q.from && { from: q.from }),
       ...(q.to && { to: q.to }),
-    });
+    };
+    const rows = await usageRows(ctx, q.group_by, filter);
     const { field, labelField } = GROUPS[q.group_by];
+    if (q.group_by === "chat") {
+      return {
+        rows: rows.map((r) => ({
+          [field]: r.key,
+          ...(labelField !== undefined && { [labelField]: r.label ?? "" }),
+          ...r.usage,
+        })),
+      };
+    }
+    const running = await workspaceTime(ctx.db, q.group_by, filter);
+    const missing = [...running.keys()].filter((k) => !rows.some((r) => r.key === k));
+    const emails =
+      q.group_by === "user" ? await emailsOf(ctx.db, missing) : new Map<string, string>();
+    for (const key of missing)
+      rows.push({ key, label: emails.get(key) ?? null, usage: { ...ZERO } });
+    if (missing.length > 0) rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return {
       rows: rows.map((r) => ({
         [field]: r.key,
         ...(labelField !== undefined && { [labelField]: r.label ?? "" }),
         ...r.usage,
+        workspace_runtime_ms: running.get(r.key) ?? 0,
       })),
     };
   });

@@ -15,6 +15,14 @@ import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";
 import { agentFields } from "./agent-view.ts";
+import {
+  createTemplateWorkspace,
+  isTemplateBody,
+  queueTemplateDelete,
+  templateFields,
+  templateWorkspaceRoutes,
+  workspaceJson,
+} from "./template-workspaces.ts";
 import { workspaceView, type User, type WorkspaceView } from "./views.ts";
 import {
   DEFAULT_HEALTH_TIMEOUT_MS,
@@ -95,12 +103,17 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     clock: ctx.healthClock ?? realClock,
   });
   app.addHook("onClose", async () => health.close());
+  // Every workspace reports its agent (a health check of its URL, or the dial-out registry); a
+  // template workspace adds its lifecycle fields.
   const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
     ...workspaceView(row),
     ...(await agentFields(ctx.db, row, (r) => health.health(r))),
+    ...(await templateFields(ctx.db, row)),
   });
+  templateWorkspaceRoutes(app, ctx, canSeeWorkspace);
 
   app.post("/api/v1/workspaces", async (request, reply) => {
+    if (isTemplateBody(request.body)) return createTemplateWorkspace(ctx, request, reply);
     const { user } = caller(request);
     const body = parse(NewWorkspaceBody, request.body, "body");
     const row = await ctx.db.transaction(async (tx) => {
@@ -148,6 +161,8 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (!isStaff(user) && (old.owner_id !== user.id || body.shared !== undefined)) {
         throw new ApiError(403, "Only its owner changes a workspace; only an admin shares one.");
       }
+      if (old.template_id && (body.agent_url !== undefined || body.agent_token !== undefined))
+        throw new ApiError(400, "A template workspace's agent dials in: it has no URL or token.");
       const u = await tx.query(
         `UPDATE workspaces SET name = coalesce($2, name), agent_url = coalesce($3, agent_url),
            agent_token = CASE WHEN $4 THEN $5 ELSE agent_token END, shared = coalesce($6, shared)
@@ -177,16 +192,17 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     });
     // A new URL or token already misses the cache; any change is also a cue to look again.
     health.forget(id);
-    return workspaceView(row);
+    return workspaceJson(ctx.db, row);
   });
 
   // Its owner (or an admin or owner) deletes a workspace, unless a chat is running in it. Chats
   // that used it keep their history; their later tool calls answer that the chat has no
-  // workspace. The server's local workspace comes back at the server's next start.
+  // workspace. The server's local workspace comes back at the server's next start. A template
+  // workspace is deleted by a delete build (202): it goes once `terraform destroy` succeeded.
   app.delete("/api/v1/workspaces/:id", async (request, reply) => {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    await ctx.db.transaction(async (tx) => {
+    const queued = await ctx.db.transaction(async (tx) => {
       const row = await visibleWorkspace(tx, user, id, true);
       if (!isStaff(user) && row.owner_id !== user.id)
         throw new ApiError(403, "Only its owner or an admin deletes a workspace.");
@@ -202,15 +218,18 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
           "Interrupt them or wait for them to finish, then delete it.",
         );
       }
-      await tx.query("DELETE FROM workspaces WHERE id = $1", [id]);
+      if (row.template_id) await queueTemplateDelete(tx, id, user);
+      else await tx.query("DELETE FROM workspaces WHERE id = $1", [id]);
       await audit(tx, request, {
         userId: user.id,
         action: "workspace.delete",
         target: id,
         details: { name: row.name },
       });
+      return row.template_id ? row : undefined;
     });
     health.forget(id);
+    if (queued) return reply.code(202).send(await workspaceJson(ctx.db, queued));
     return reply.code(204).send();
   });
 }

@@ -49,6 +49,16 @@ export interface GenerationDeps {
   log: Logger;
   /** This replica's metrics. */
   metrics: ChatdMetrics;
+  /**
+   * Before a model step: resolves true once the chat's workspace can take tool calls, false
+   * when it ended the turn itself (src/workspaces/readiness.ts). Absent: always ready.
+   */
+  workspaceReady?: (
+    chat: Chat,
+    history: ChatMessage[],
+    fence: Fence,
+    signal: AbortSignal,
+  ) => Promise<boolean>;
 }
 
 /** Runs one generation action for the chat; resolves once it is committed. */
@@ -64,6 +74,7 @@ export async function generationTask(
     await finishTurn(deps.db, fence);
     return;
   }
+  if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
   return callModel(deps, fence, chat, history, signal);
 }
 

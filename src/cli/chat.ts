@@ -12,6 +12,8 @@ export interface ChatCommandOptions {
   server: string;
   token?: string;
   chat?: string;
+  /** A new chat's workspace, by name or ID (default: the server's default workspace). */
+  workspace?: string;
   /** Where a bootstrapped token is kept (default ./.tether/cli-token). */
   tokenFile?: string;
 }
@@ -31,7 +33,7 @@ class ApiError extends Error {
   }
 }
 
-async function api<T>(
+export async function api<T>(
   server: string,
   token: string | undefined,
   method: string,
@@ -59,7 +61,7 @@ async function api<T>(
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-async function resolveToken(o: ChatCommandOptions): Promise<string> {
+export async function resolveToken(o: ChatCommandOptions): Promise<string> {
   const explicit = o.token ?? process.env.TETHER_TOKEN;
   if (explicit) return explicit;
   const file = o.tokenFile ?? path.join(".tether", "cli-token");
@@ -113,6 +115,27 @@ function describeResult(result: unknown): string {
   return out ? `${head}\n${out}` : head;
 }
 
+/** The ID of the workspace named or numbered `nameOrId` the caller may see. */
+export async function findWorkspaceId(
+  server: string,
+  token: string,
+  nameOrId: string,
+): Promise<string> {
+  const { workspaces } = await api<{ workspaces: { id: string; name: string }[] }>(
+    server,
+    token,
+    "GET",
+    "/api/v1/workspaces",
+  );
+  const matches = workspaces.filter((w) => w.id === nameOrId || w.name === nameOrId);
+  if (matches.length === 1) return matches[0]!.id;
+  throw new Error(
+    matches.length === 0
+      ? `No workspace is named ${nameOrId}; see bin/tether workspaces list.`
+      : `${matches.length} workspaces are named ${nameOrId}; give its ID.`,
+  );
+}
+
 export async function runChat(text: string, o: ChatCommandOptions): Promise<void> {
   const token = await resolveToken(o);
   // The stream starts after our own message (or, when it is queued, after what the chat held
@@ -136,8 +159,10 @@ export async function runChat(text: string, o: ChatCommandOptions): Promise<void
     afterId = sent.message_id ?? before.messages.at(-1)?.id;
     if (sent.queued) process.stderr.write("The chat is busy; your message is queued.\n");
   } else {
+    const workspaceId = o.workspace && (await findWorkspaceId(o.server, token, o.workspace));
     const chat = await api<{ id: string }>(o.server, token, "POST", "/api/v1/chats", {
       message: text,
+      ...(workspaceId && { workspace_id: workspaceId }),
     });
     chatId = chat.id;
     const msgs = await api<{ messages: ApiMessage[] }>(
@@ -227,6 +252,14 @@ export async function runChat(text: string, o: ChatCommandOptions): Promise<void
       } else if (event === "status") {
         const status = payload.status as string;
         if (status === "waiting" || status === "error") done = true;
+      } else if (event === "workspace") {
+        // A template workspace's state: the turn waits while it starts.
+        const w = payload as { status: string; agent: { connected: boolean } };
+        spinner.text =
+          w.status === "running" && !w.agent.connected
+            ? "workspace running, agent connecting"
+            : `workspace ${w.status}`;
+        if (w.status === "running" && w.agent.connected) spinner.text = "working";
       } else if (event === "error") {
         print(`error: ${String(payload.message)}\n`);
       }

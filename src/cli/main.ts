@@ -2,6 +2,8 @@
 
 import { Command, InvalidArgumentError, Option } from "commander";
 import { runAgent, type AgentCommandOptions } from "./agent.ts";
+import { templatesCommand } from "./templates.ts";
+import { workspacesCommand } from "./workspaces.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
@@ -81,6 +83,9 @@ export async function main(argv: string[]): Promise<void> {
       await runAgent(o);
     });
 
+  program.addCommand(templatesCommand());
+  program.addCommand(workspacesCommand());
+
   program
     .command("server")
     .description(
@@ -122,6 +127,11 @@ export async function main(argv: string[]): Promise<void> {
       "take the client address and https from X-Forwarded-* (only behind a proxy that sets them)",
     )
     .option(
+      "--lifecycle-interval-ms <n>",
+      "how often idle template workspaces are looked for and stopped (default 10 s)",
+      positiveInt,
+    )
+    .option(
       "--task-timeout-ms <n>",
       "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
       positiveInt,
@@ -149,9 +159,15 @@ export async function main(argv: string[]): Promise<void> {
     .option("--server <url>", "server URL", "http://127.0.0.1:3000")
     .option("--token <token>", "API token (default: $TETHER_TOKEN, or the saved one)")
     .option("--chat <id>", "continue this chat instead of starting a new one")
-    .action(async (message: string, o: { server: string; token?: string; chat?: string }) => {
-      await runChat(message, o);
-    });
+    .option("--workspace <name-or-id>", "a new chat's workspace (default: the server's default)")
+    .action(
+      async (
+        message: string,
+        o: { server: string; token?: string; chat?: string; workspace?: string },
+      ) => {
+        await runChat(message, o);
+      },
+    );
 
   await program.parseAsync(argv);
 }

@@ -17,7 +17,8 @@ import { replicaSecret } from "../chatd/replicas.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
-import { Worker } from "../chatd/worker/worker.ts";
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/worker.ts";
+import { WorkspaceServices } from "../workspaces/index.ts";
 import {
   createLanguageModel,
   defaultModelSpec,
@@ -37,7 +38,10 @@ export interface ServerOptions {
   listen: string;
   /** The base URL other replicas reach this one at (default: the listen URL). */
   advertiseUrl?: string;
-  /** The base URL dial-out agents dial (`tether agent --server`); the listen URL by default. */
+  /**
+   * The base URL dial-out agents dial (`tether agent --server`, a template's tether_server_url);
+   * the listen URL by default.
+   */
   accessUrl?: string;
   /** Test-sized timings of dial-out agent connections (pings, registry polls). */
   agentHub?: Pick<AgentHubOptions, "routePollMs" | "reconcileMs" | "session">;
@@ -66,6 +70,8 @@ export interface ServerOptions {
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
   webRoot?: string;
+  /** How often idle template workspaces are looked for (default 10 s; tests use less). */
+  lifecycleIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -130,7 +136,20 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   });
   // One client per agent for the worker's tool calls and the API's process reads alike.
   const agents = new AgentPool(db, { onRequest, dialout: agentHub });
+  // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
+  const workspaces = new WorkspaceServices({
+    db,
+    workerId,
+    agents,
+    log: log.child({ replica: workerId }),
+    dataDir: o.dataDir,
+    leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
+    heartbeatMs: o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    ...(o.lifecycleIntervalMs !== undefined && { lifecycleIntervalMs: o.lifecycleIntervalMs }),
+    ...(o.clock && { clock: o.clock }),
+  });
   const worker = new Worker({
+    workspaceReady: workspaces.workspaceReady,
     db,
     buffer,
     workerId,
@@ -191,6 +210,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     replica: { workerId: worker.id, secret },
     agents,
     agentHub,
+    workspaces,
     ...(o.trustProxy && { trustProxy: true }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
@@ -200,6 +220,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
   // Its connections' rows name this replica's `workers` row, which now exists.
   await agentHub.start();
+  await workspaces.start({ accessUrl: o.accessUrl ?? url, takeOverAll: !o.postgresUrl });
   // Which replica owns which chat (chats.worker_id) is only readable with this ID.
   log.info({ workerId: worker.id }, "worker started");
   const accessUrl = o.accessUrl ?? url;
@@ -218,6 +239,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       // worker stopped waiting on them (their agents then dial another replica).
       const apiClosed = api.close();
       apiClosed.catch(() => undefined); // awaited below
+      await workspaces.stop();
       await worker.stop();
       await agentHub.close();
       await apiClosed;

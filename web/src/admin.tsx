@@ -4,6 +4,7 @@
 
 import { AuditSection } from "./admin/audit.tsx";
 import { ModelsSection } from "./admin/models.tsx";
+import { TemplatesSection } from "./admin/templates.tsx";
 import { UsersSection } from "./admin/users.tsx";
 import { WorkspacesSection } from "./admin/workspaces.tsx";
 import { navigate } from "./router.ts";
@@ -11,6 +12,7 @@ import type { User } from "./types.ts";
 
 const SECTIONS = [
   { path: "/admin/models", label: "Models" },
+  { path: "/admin/templates", label: "Templates" },
   { path: "/admin/workspaces", label: "Workspaces" },
   { path: "/admin/users", label: "Users" },
   { path: "/admin/audit", label: "Audit log" },
@@ -39,6 +41,8 @@ export function AdminPage({ me, path }: { me: User; path: string }) {
       </nav>
       {current.path === "/admin/models" ? (
         <ModelsSection />
+      ) : current.path === "/admin/templates" ? (
+        <TemplatesSection />
       ) : current.path === "/admin/workspaces" ? (
         <WorkspacesSection />
       ) : current.path === "/admin/users" ? (

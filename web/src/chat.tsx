@@ -4,6 +4,8 @@ import { ProcessPanel, useProcessOutput } from "./processes.tsx";
 import { navigate } from "./router.ts";
 import { ErrorNote, seconds, useAction, useApi, useInterval, When } from "./widgets.tsx";
 import type { Chat, ChatStatus, Message, Part, PartEvent, Queued, Usage } from "./types.ts";
+import { WorkspaceBanner } from "./workspace-status.tsx";
+import type { WorkspaceEvent } from "./workspace-types.ts";
 
 function StatusBadge({ status }: { status: ChatStatus }) {
   return <span className={`badge ${status}`}>{status}</span>;
@@ -234,6 +236,7 @@ export function ChatView({ id }: { id: string }) {
   const [left, setLeft] = useState<string>();
   const [editing, setEditing] = useState<{ id: string; text: string }>();
   const [epoch, setEpoch] = useState(0); // bumped to re-read history after an edit
+  const [workspace, setWorkspace] = useState<WorkspaceEvent>();
   const messagesRef = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
@@ -284,10 +287,15 @@ export function ChatView({ id }: { id: string }) {
         case "status": {
           const { status } = data as { status: ChatStatus };
           setChat((c) => (c ? { ...c, status } : c));
+          // An error's reason (a workspace that did not start, say) is on the chat.
+          if (status === "error") api<Chat>("GET", `/chats/${id}`).then(setChat, () => undefined);
           if (status !== "running") reloadUsage();
           reloadQueue();
           break;
         }
+        case "workspace":
+          setWorkspace(data as WorkspaceEvent);
+          break;
         case "error":
           setError((data as { message: string }).message);
           break;
@@ -420,6 +428,7 @@ export function ChatView({ id }: { id: string }) {
             </span>
           )}
         </div>
+        <WorkspaceBanner w={workspace} />
         {chat?.last_error && (
           <p className="error">
             {chat.last_error.message}

@@ -8,6 +8,7 @@ import { NewChat } from "./new-chat.tsx";
 import { navigate, usePath } from "./router.ts";
 import { TokensPage } from "./tokens.tsx";
 import { UsagePage } from "./usage.tsx";
+import { WorkspacesPage } from "./workspaces.tsx";
 import { isStaff, type User } from "./types.ts";
 import "./style.css";
 
@@ -45,6 +46,7 @@ function App() {
         <strong>Tether</strong>
         <nav>
           {link("/", "Chats")}
+          {link("/workspaces", "Workspaces")}
           {link("/usage", "Usage")}
           {link("/tokens", "Tokens")}
           {isStaff(me) && link("/admin", "Admin")}
@@ -64,6 +66,8 @@ function App() {
           <NewChat />
         ) : chat ? (
           <ChatView key={chat[1]} id={chat[1]!} />
+        ) : path === "/workspaces" ? (
+          <WorkspacesPage />
         ) : path === "/usage" ? (
           <UsagePage me={me} />
         ) : path === "/tokens" ? (

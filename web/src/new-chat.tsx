@@ -1,18 +1,27 @@
 // A new chat: the first message, the model (among the enabled ones) and the workspace to run
-// in. The chat is created with its message in one request (the server titles it by the message).
+// in — an existing one, or a new one made from a template (created first; the chat's turn
+// waits for it to start). The chat is created with its message in one request (the server
+// titles it by the message).
 
 import { useState, type FormEvent, type KeyboardEvent } from "react";
-import type { ModelView, WorkspaceView } from "../../src/api/views.ts";
+import type { ModelView } from "../../src/api/views.ts";
 import { api } from "./api.ts";
 import type { Chat } from "./types.ts";
 import { navigate } from "./router.ts";
 import { useApi } from "./widgets.tsx";
+import { statusText, type AnyWorkspace, type Template } from "./workspace-types.ts";
+
+/** The workspace choice that makes a new one from a template. */
+const FROM_TEMPLATE = "new-from-template";
 
 export function NewChat() {
   // Empty selections mean "the default" (the server's choice), so the page works before
   // these lists answer, or if they fail.
   const models = useApi<{ models: ModelView[] }>("/models").data?.models.filter((m) => m.enabled);
-  const workspaces = useApi<{ workspaces: WorkspaceView[] }>("/workspaces").data?.workspaces;
+  const workspaces = useApi<{ workspaces: AnyWorkspace[] }>("/workspaces").data?.workspaces;
+  const templates = useApi<{ templates: Template[] }>("/templates").data?.templates;
+  const [templateId, setTemplateId] = useState("");
+  const [workspaceName, setWorkspaceName] = useState("");
   const [modelId, setModelId] = useState("");
   const [workspaceId, setWorkspaceId] = useState("");
   const [text, setText] = useState("");
@@ -25,10 +34,20 @@ export function NewChat() {
     setBusy(true);
     setError(undefined);
     try {
+      let chosen = workspaceId;
+      if (workspaceId === FROM_TEMPLATE) {
+        const template = templateId || templates?.[0]?.id;
+        if (!template) throw new Error("Pick a template.");
+        const w = await api<{ id: string }>("POST", "/workspaces", {
+          name: workspaceName.trim() || text.trim().split("\n")[0]!.slice(0, 60),
+          template_id: template,
+        });
+        chosen = w.id;
+      }
       const chat = await api<Chat>("POST", "/chats", {
         message: text,
         ...(modelId && { model_id: modelId }),
-        ...(workspaceId && { workspace_id: workspaceId }),
+        ...(chosen && { workspace_id: chosen }),
       });
       navigate(`/chats/${chat.id}`);
     } catch (err) {
@@ -67,11 +86,41 @@ export function NewChat() {
                 <option key={w.id} value={w.id}>
                   {w.name}
                   {w.health && !w.health.reachable ? " (unreachable)" : ""}
+                  {w.status && w.agent
+                    ? ` (${statusText({ status: w.status, agent: w.agent })})`
+                    : ""}
                 </option>
               ))}
+              {templates && templates.length > 0 && (
+                <option value={FROM_TEMPLATE}>New workspace from a template…</option>
+              )}
             </select>
           </label>
         </div>
+        {workspaceId === FROM_TEMPLATE && templates && (
+          <div className="row">
+            <label className="grow">
+              Template
+              <select value={templateId} onChange={(e) => setTemplateId(e.target.value)}>
+                {templates.map((t) => (
+                  <option key={t.id} value={t.id}>
+                    {t.name}
+                    {t.description && ` — ${t.description}`}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="grow">
+              Workspace name
+              <input
+                value={workspaceName}
+                onChange={(e) => setWorkspaceName(e.target.value)}
+                placeholder="(from the message)"
+                autoComplete="off"
+              />
+            </label>
+          </div>
+        )}
         <label>
           Message
           <textarea

@@ -1,6 +1,7 @@
 import { navigate } from "./router.ts";
 import { isStaff, type Usage, type User } from "./types.ts";
 import { ErrorNote, seconds, useApi, usd } from "./widgets.tsx";
+import { WorkspaceUsage } from "./workspace-usage.tsx";
 
 /** A report row: its key (hour, user or chat) and, for users and chats, the name to show. */
 type Row = Usage & {
@@ -186,6 +187,7 @@ export function UsagePage({ me }: { me: User }) {
       <Table rows={perUser} head="user" />
       <h2>Per chat</h2>
       <Table rows={perChat} head="chat" href={(id) => `/chats/${id}`} />
+      <WorkspaceUsage />
     </section>
   );
 }
