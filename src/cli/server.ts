@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { LanguageModel } from "ai";
+import type { DestinationStream } from "pino";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
 import { AgentPool } from "../chatd/agents.ts";
@@ -52,6 +53,8 @@ export interface ServerOptions {
   log?: boolean;
   /** The least level logged (default info). */
   logLevel?: LogLevel;
+  /** Where log lines go (default stderr; tests capture them). */
+  logDestination?: DestinationStream;
   /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
@@ -75,6 +78,7 @@ export interface RunningServer {
 export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const log = createLogger({
     level: o.log === false ? "silent" : (o.logLevel ?? DEFAULT_LOG_LEVEL),
+    ...(o.logDestination && { destination: o.logDestination }),
   });
   const { host, port } = parseListen(o.listen);
   await mkdir(o.dataDir, { recursive: true });
