@@ -17,6 +17,7 @@ const UNIT = [
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
   "src/chatd/db/values.test.ts",
+  "src/chatd/secrets/box.test.ts",
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
   "src/chatd/tools/truncate.test.ts",
@@ -26,6 +27,8 @@ const UNIT = [
 ];
 const DB = [
   "src/chatd/db/**/*.test.ts",
+  "src/chatd/secrets/columns.test.ts",
+  "src/cli/setup.test.ts",
   "src/api/auth.test.ts",
   "src/api/chats.test.ts",
   "src/api/models.test.ts",

@@ -4,6 +4,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentPool } from "../chatd/agents.ts";
 import type { Database } from "../chatd/db/index.ts";
+import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -61,6 +62,11 @@ export interface ApiOptions {
    * panel polls them, so a hung agent must answer 502 soon rather than hold requests open.
    */
   agentTimeoutMs?: number;
+  /**
+   * Seals and opens the secrets the API stores (model keys, agent tokens). Without it, the
+   * given pool's, else a key of the API's own (tests: what it seals only it opens).
+   */
+  secrets?: SecretBox;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -71,4 +77,5 @@ export interface ApiContext extends ApiOptions {
   streams: Set<() => void>;
   /** The given pool, or the API's own. */
   agents: AgentPool;
+  secrets: SecretBox;
 }

@@ -5,12 +5,13 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
+import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
 import type { Database } from "../../src/chatd/db/types.ts";
 import { testDatabaseUrl } from "./db.ts";
 import { startFakeProvider, type FakeChatRequest, type FakeProvider } from "./fake-provider.ts";
@@ -196,6 +197,9 @@ export async function startCluster(): Promise<Cluster> {
     cleanups.push(() => rm(home, { recursive: true, force: true }));
     const dir = path.join(home, "workspace");
     await mkdir(dir);
+    // Every replica of one database seals its secrets with the same key.
+    const keyFile = path.join(home, "secret.key");
+    await writeFile(keyFile, generateSecretKey(), { mode: 0o600 });
     const agent = await startProcess(["agent", "--listen", "127.0.0.1:0", "--dir", dir], home);
     cleanups.push(() => agent.stop("SIGTERM"));
     const agentWarmAt = Date.now() + AGENT_WARM_UP_MS;
@@ -228,6 +232,8 @@ export async function startCluster(): Promise<Cluster> {
           "127.0.0.1:0",
           "--postgres-url",
           dbUrl,
+          "--secret-key-file",
+          keyFile,
           "--data-dir",
           data,
           "--no-local-workspace",
