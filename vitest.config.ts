@@ -10,6 +10,7 @@ const UNIT = [
   "src/metrics/**/*.test.ts",
   "src/model/**/*.test.ts",
   "src/cli/log.test.ts",
+  "src/cli/server-state.test.ts",
   "src/agent/files/**/*.test.ts",
   "src/agent/toolcalls/**/*.test.ts",
   "src/agent/processes/output.test.ts",
