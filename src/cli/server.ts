@@ -13,7 +13,7 @@ import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
-import { createSecretBox, sealAtRest, SLOTS } from "../chatd/secrets/index.ts";
+import { createSecretBox, purgeOldRowVersions, sealAtRest, SLOTS } from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
@@ -120,8 +120,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   if (!o.postgresUrl) await restrictModes(o.dataDir);
   // Plaintext from an older database is sealed; what an old key sealed is sealed again.
   const sealed = await sealAtRest(db, secrets);
-  if (sealed.sealed + sealed.resealed > 0)
+  if (sealed.sealed + sealed.resealed > 0) {
+    await purgeOldRowVersions(db, sealed.tables);
     log.info({ sealed: sealed.sealed, resealed: sealed.resealed }, "secrets sealed at rest");
+  }
   for (const u of sealed.unopenable)
     log.warn(
       { slot: u.slot, key_id: u.keyId },
@@ -239,6 +241,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       if (!c.keepLocalAgent) await supervisor?.stop();
       agents.close();
       await db.close();
+      // PGlite makes some files (WAL segments) world-readable as it runs: restrict them again.
+      if (!o.postgresUrl) await restrictModes(o.dataDir);
     },
   };
 }

@@ -31,13 +31,13 @@ describeDatabases("secrets at rest", (db) => {
   it("plaintext from an older database is sealed at the first start with a key, once", async () => {
     const { model, workspace } = await insertPlaintext();
     const box = createSecretBox({ current: key() });
-    expect(await sealAtRest(db(), box)).toEqual({ sealed: 3, resealed: 0, unopenable: [] });
+    expect(await sealAtRest(db(), box)).toMatchObject({ sealed: 3, resealed: 0, unopenable: [] });
     const s = await stored();
     expect(JSON.stringify(s)).not.toMatch(/plain/);
     expect(box.open(s.apiKey, SLOTS.modelApiKey(model))).toBe("sk-plain");
     expect(box.open(s.agentToken, SLOTS.agentToken(workspace))).toBe("tok-plain");
     expect(box.open(s.replica, SLOTS.replicaSecret())).toBe("replica-plain");
-    expect(await sealAtRest(db(), box)).toEqual({ sealed: 0, resealed: 0, unopenable: [] });
+    expect(await sealAtRest(db(), box)).toMatchObject({ sealed: 0, resealed: 0, unopenable: [] });
     expect(await stored()).toEqual(s);
   });
 
@@ -47,7 +47,11 @@ describeDatabases("secrets at rest", (db) => {
     const newKey = key();
     await sealAtRest(db(), createSecretBox({ current: oldKey }));
     const rotating = createSecretBox({ current: newKey, old: [oldKey] });
-    expect(await sealAtRest(db(), rotating)).toEqual({ sealed: 0, resealed: 3, unopenable: [] });
+    expect(await sealAtRest(db(), rotating)).toMatchObject({
+      sealed: 0,
+      resealed: 3,
+      unopenable: [],
+    });
     // The new key alone now opens everything.
     const only = createSecretBox({ current: newKey });
     const s = await stored();

@@ -3,7 +3,7 @@
 // with an old key (rotation) is sealed again with the current one. Each row is rewritten only
 // if it still holds the value read, so replicas starting at once do not undo each other.
 
-import type { Queryable } from "../db/index.ts";
+import type { Database, Queryable } from "../db/index.ts";
 import { isSealed, secretSlot, type SecretBox, SecretOpenError } from "./box.ts";
 
 export interface SealedColumn {
@@ -34,6 +34,8 @@ export interface SealReport {
   resealed: number;
   /** Values that do not open with any key this server has (left as they are). */
   unopenable: { slot: string; keyId: string | undefined }[];
+  /** The tables with rows rewritten: their old row versions still hold the old values. */
+  tables: string[];
 }
 
 const IDENTIFIER_RE = /^[a-z_][a-z0-9_]*$/;
@@ -44,7 +46,7 @@ export async function sealAtRest(
   box: SecretBox,
   columns: readonly SealedColumn[] = SEALED_COLUMNS,
 ): Promise<SealReport> {
-  const report: SealReport = { sealed: 0, resealed: 0, unopenable: [] };
+  const report: SealReport = { sealed: 0, resealed: 0, unopenable: [], tables: [] };
   for (const c of columns) {
     for (const name of [c.table, c.column, c.key]) {
       if (!IDENTIFIER_RE.test(name)) throw new Error(`Invalid sealed column name "${name}".`);
@@ -70,8 +72,32 @@ export async function sealAtRest(
       if (u.affectedRows > 0) {
         if (isSealed(row.v)) report.resealed += 1;
         else report.sealed += 1;
+        if (!report.tables.includes(c.table)) report.tables.push(c.table);
       }
     }
   }
   return report;
+}
+
+/** WAL switches and checkpoints after which the embedded database holds no older WAL. */
+const WAL_PURGE_ROUNDS = 3;
+
+/**
+ * Rewrites `tables` (VACUUM FULL), so the row versions an UPDATE left behind — the plaintext
+ * sealAtRest replaced — are gone from their files, not just from the live rows; on the
+ * embedded database it also moves past the WAL segments that recorded them, so they are
+ * removed. (A Postgres server's WAL, archives and backups are its operator's: rotate secrets
+ * that were stored in plaintext.) Outside any transaction; a short exclusive lock per table,
+ * taken only when something was sealed.
+ */
+export async function purgeOldRowVersions(db: Database, tables: readonly string[]): Promise<void> {
+  for (const t of tables) {
+    if (!SEALED_COLUMNS.some((c) => c.table === t)) throw new Error(`${t} holds no secret.`);
+    await db.exec(`VACUUM FULL ${t}`);
+  }
+  if (db.kind !== "pglite" || tables.length === 0) return;
+  for (let i = 0; i < WAL_PURGE_ROUNDS; i++) {
+    await db.query("SELECT pg_switch_wal()");
+    await db.exec("CHECKPOINT");
+  }
 }

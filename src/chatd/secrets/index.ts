@@ -18,6 +18,7 @@ export {
 export {
   SEALED_COLUMNS,
   SLOTS,
+  purgeOldRowVersions,
   sealAtRest,
   type SealReport,
   type SealedColumn,
