@@ -4,7 +4,7 @@
 // crash leaves it running, by design) killed too.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { defaultDataDir } from "../../src/cli/server-state.ts";
 
@@ -85,6 +85,16 @@ export function startServerProcess(
     });
     proc.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
   });
+}
+
+/**
+ * A workspace directory beside a test's data dir (`<home>/ws`): the server refuses a data dir
+ * inside its workspace, so a test must not serve `home` itself when its data is in `home/data`.
+ */
+export async function workspaceIn(home: string): Promise<string> {
+  const ws = path.join(home, "ws");
+  await mkdir(ws, { recursive: true });
+  return ws;
 }
 
 /** One JSON request to a server's API; throws on a non-2xx answer. */
