@@ -109,7 +109,7 @@ describe("bin/tether server", () => {
     const end = Date.now() + 5_000;
     while (alive(agent.pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(alive(agent.pid)).toBe(false);
-  }, 60_000);
+  }, 90_000);
 
   it("after SIGKILL of its process group mid-execute, a restart resumes the chat: one process, one result", async () => {
     const fake: FakeProvider = await startFakeProvider();

@@ -11,7 +11,12 @@ import path from "node:path";
 import pg from "pg";
 import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
-import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
+import {
+  createSecretBox,
+  generateSecretKey,
+  parseSecretKey,
+  type SecretBox,
+} from "../../src/chatd/secrets/index.ts";
 import type { Database } from "../../src/chatd/db/types.ts";
 import { testDatabaseUrl } from "./db.ts";
 import { startFakeProvider, type FakeChatRequest, type FakeProvider } from "./fake-provider.ts";
@@ -111,6 +116,8 @@ export interface Cluster {
   /** The fresh database, for looking at what the replicas wrote. */
   db: Database;
   fake: FakeProvider;
+  /** Seals and opens secrets with the replicas' key (the replica secret is stored sealed). */
+  secrets: SecretBox;
   /** The workspace agent's directory. */
   dir: string;
   /** Starts `n` replicas at once (extra server flags in `args`); each is stopped by close(). */
@@ -199,7 +206,9 @@ export async function startCluster(): Promise<Cluster> {
     await mkdir(dir);
     // Every replica of one database seals its secrets with the same key.
     const keyFile = path.join(home, "secret.key");
-    await writeFile(keyFile, generateSecretKey(), { mode: 0o600 });
+    const key = generateSecretKey();
+    await writeFile(keyFile, key, { mode: 0o600 });
+    const secrets = createSecretBox({ current: parseSecretKey(key, "key") });
     const agent = await startProcess(["agent", "--listen", "127.0.0.1:0", "--dir", dir], home);
     cleanups.push(() => agent.stop("SIGTERM"));
     const agentWarmAt = Date.now() + AGENT_WARM_UP_MS;
@@ -266,6 +275,7 @@ export async function startCluster(): Promise<Cluster> {
     return {
       db,
       fake,
+      secrets,
       dir,
       async startReplicas(n, args = []) {
         const started = await Promise.all(Array.from({ length: n }, () => startReplica(args)));
