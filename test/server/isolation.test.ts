@@ -157,9 +157,9 @@ describe("keys never enter a workspace", () => {
       // It ran on that database, not on an embedded one.
       const c = new pg.Client({ connectionString: url.toString() });
       await c.connect();
-      const users = await c.query("SELECT count(*)::int AS n FROM users");
+      const users = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM users");
       await c.end();
-      expect(users.rows[0].n).toBe(1);
+      expect(users.rows[0]!.n).toBe(1);
     }, 120_000);
   });
 });
