@@ -97,14 +97,20 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.addHook("onClose", async () => health.close());
   const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
     ...workspaceView(row),
-    health: await health.health({
-      ...row,
-      agent_token: ctx.secrets.openOrNull(
+    health: await health.health({ ...row, agent_token: agentTokenOf(row) }),
+  });
+  // A token this server cannot open (sealed with a key it lacks) is checked as none: the
+  // agent answers unauthorized, and the list still answers.
+  const agentTokenOf = (row: Record<string, unknown>): string | null => {
+    try {
+      return ctx.secrets.openOrNull(
         row.agent_token as string | null,
         SLOTS.agentToken(row.id as string),
-      ),
-    }),
-  });
+      );
+    } catch {
+      return null;
+    }
+  };
 
   app.post("/api/v1/workspaces", async (request, reply) => {
     const { user } = caller(request);

@@ -13,7 +13,13 @@ import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
-import { createSecretBox, purgeOldRowVersions, sealAtRest, SLOTS } from "../chatd/secrets/index.ts";
+import {
+  createSecretBox,
+  purgeOldRowVersions,
+  sealAtRest,
+  SecretOpenError,
+  SLOTS,
+} from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
@@ -33,6 +39,7 @@ import {
   loadSecretKeys,
   prepareDataDir,
   restrictModes,
+  ServerConfigError,
 } from "./server-state.ts";
 import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
 import { ensureWebBuilt } from "./web-build.ts";
@@ -116,19 +123,29 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const db = await openDatabase(
     o.postgresUrl ? { postgresUrl: o.postgresUrl } : { dataDir: path.join(o.dataDir, "db") },
   );
-  // PGlite writes the files of a new database world-writable: every start restricts them.
-  if (!o.postgresUrl) await restrictModes(o.dataDir);
-  // Plaintext from an older database is sealed; what an old key sealed is sealed again.
-  const sealed = await sealAtRest(db, secrets);
-  if (sealed.sealed + sealed.resealed > 0) {
-    await purgeOldRowVersions(db, sealed.tables);
-    log.info({ sealed: sealed.sealed, resealed: sealed.resealed }, "secrets sealed at rest");
+  // Other replicas relay this one's live parts through its internal route, with the secret.
+  let secret: string;
+  try {
+    // PGlite writes the files of a new database world-writable: every start restricts them.
+    if (!o.postgresUrl) await restrictModes(o.dataDir);
+    // Plaintext from an older database is sealed; what an old key sealed is sealed again.
+    const sealed = await sealAtRest(db, secrets);
+    if (sealed.sealed + sealed.resealed > 0) {
+      await purgeOldRowVersions(db, sealed.tables);
+      log.info({ sealed: sealed.sealed, resealed: sealed.resealed }, "secrets sealed at rest");
+    }
+    for (const u of sealed.unopenable)
+      log.warn(
+        { slot: u.slot, key_id: u.keyId },
+        "a stored secret is sealed with a key this server does not have; set it in TETHER_SECRET_KEY_OLD",
+      );
+    // Before anything starts: a server without the key its replicas use refuses here.
+    secret = await replicaSecret(db, secrets);
+  } catch (err) {
+    await db.close();
+    if (err instanceof SecretOpenError) throw new ServerConfigError(err.message);
+    throw err;
   }
-  for (const u of sealed.unopenable)
-    log.warn(
-      { slot: u.slot, key_id: u.keyId },
-      "a stored secret is sealed with a key this server does not have; set it in TETHER_SECRET_KEY_OLD",
-    );
   const spec = o.model ?? defaultModelSpec();
   await ensureDefaultModel(db, parseModelSpec(spec), o.modelBaseUrl, o.model !== undefined);
 
@@ -209,8 +226,6 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
-  // Other replicas relay this one's live parts through its internal route, with the secret.
-  const secret = await replicaSecret(db, secrets);
   const api = await createApi({
     db,
     secrets,
