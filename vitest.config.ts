@@ -10,6 +10,7 @@ const UNIT = [
   "src/metrics/**/*.test.ts",
   "src/model/**/*.test.ts",
   "src/cli/log.test.ts",
+  "src/cli/server-state.test.ts",
   "src/agent/files/**/*.test.ts",
   "src/agent/toolcalls/**/*.test.ts",
   "src/agent/dialout.test.ts",
@@ -22,6 +23,7 @@ const UNIT = [
   "src/chatd/transitions/storable.test.ts",
   "src/chatd/worker/failure.test.ts",
   "src/chatd/worker/retry.test.ts",
+  "src/chatd/secrets/box.test.ts",
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
   "src/chatd/tools/truncate.test.ts",
@@ -38,6 +40,8 @@ const UNIT = [
 ];
 const DB = [
   "src/chatd/db/**/*.test.ts",
+  "src/chatd/secrets/columns.test.ts",
+  "src/cli/setup.test.ts",
   "src/api/auth.test.ts",
   "src/api/chats.test.ts",
   "src/api/models.test.ts",

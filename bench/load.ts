@@ -18,6 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
+import { generateSecretKey } from "../src/chatd/secrets/index.ts";
 import { startFakeProvider, type FakeChatRequest } from "../test/support/fake-provider.ts";
 import { fmt, numberFlags, ROOT, startAgent, startChild, stats, type Child } from "./support.ts";
 
@@ -43,6 +44,8 @@ const baseUrl =
 const dbName = `tether_load_${randomBytes(6).toString("hex")}`;
 const dbUrl = new URL(baseUrl);
 dbUrl.pathname = `/${dbName}`;
+// Every replica seals its secrets with the same key; the servers inherit it.
+process.env.TETHER_SECRET_KEY ??= generateSecretKey();
 
 /** CPU seconds (user + system) a live process has used, from /proc/<pid>/stat. */
 async function cpuSeconds(pid: number): Promise<number> {

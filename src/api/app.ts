@@ -6,6 +6,7 @@
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { AgentPool } from "../chatd/agents.ts";
 import { agentConnectRoutes } from "./agent-connect.ts";
+import { ephemeralSecretBox } from "../chatd/secrets/index.ts";
 import { auditRoutes } from "./audit.ts";
 import { authenticate, authRoutes } from "./auth.ts";
 import { ChatChanges } from "./changes.ts";
@@ -53,11 +54,13 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     bodyLimit: API_BODY_LIMIT_BYTES,
     trustProxy: o.trustProxy ?? false,
   });
+  const secrets = o.secrets ?? o.agents?.secrets ?? ephemeralSecretBox();
   const ctx: ApiContext = {
     ...o,
     changes: new ChatChanges(o.db),
     streams: new Set(),
-    agents: o.agents ?? new AgentPool(o.db),
+    agents: o.agents ?? new AgentPool(o.db, { secrets }),
+    secrets,
   };
 
   // An empty JSON body is no body (a bodiless POST from a client that always sets the type).

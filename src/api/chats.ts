@@ -23,7 +23,7 @@ import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
-import { findWorkspace } from "./workspaces.ts";
+import { canUseWorkspace, findWorkspace } from "./workspaces.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 
@@ -72,10 +72,12 @@ async function resolveWorkspace(
   }
   const chosen = (await ctx.defaultWorkspaceId?.()) ?? null;
   if (chosen !== null) return chosen;
-  const r = await ctx.db.query<{ id: string }>(
-    "SELECT id FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
+  const r = await ctx.db.query(
+    "SELECT * FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
-  return r.rows[0]?.id ?? null;
+  // The default only for whoever may use it: the local workspace is its owner's.
+  const row = r.rows[0];
+  return row && canUseWorkspace(user, row) ? (row.id as string) : null;
 }
 
 async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {

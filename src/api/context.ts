@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { AgentPool } from "../chatd/agents.ts";
 import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
+import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -74,6 +75,11 @@ export interface ApiOptions {
    * activity through them. Without them streams record no activity (in-process API tests).
    */
   workspaces?: WorkspaceServices;
+  /**
+   * Seals and opens the secrets the API stores (model keys, agent tokens). Without it, the
+   * given pool's, else a key of the API's own (tests: what it seals only it opens).
+   */
+  secrets?: SecretBox;
 }
 
 /** What every route group gets: the options and the API's own shared state. */
@@ -84,4 +90,5 @@ export interface ApiContext extends ApiOptions {
   streams: Set<() => void>;
   /** The given pool, or the API's own. */
   agents: AgentPool;
+  secrets: SecretBox;
 }

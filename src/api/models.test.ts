@@ -1,11 +1,14 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
+import { ephemeralSecretBox, SLOTS } from "../chatd/secrets/index.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
+
+const secrets = ephemeralSecretBox();
 
 describeDatabases("model configs", (db) => {
   let api: TestApi;
   beforeEach(async () => {
-    api = await startTestApi(db());
+    api = await startTestApi(db(), { secrets });
   });
   afterEach(async () => {
     await api.app.close();
@@ -33,7 +36,22 @@ describeDatabases("model configs", (db) => {
     const stored = await db().query("SELECT api_key FROM model_configs WHERE id = $1", [
       created.body.id,
     ]);
-    expect(stored.rows[0]!.api_key).toBe(secret);
+    // Stored sealed: the row holds nothing of the key, and opens to it in its own slot only.
+    const sealed = stored.rows[0]!.api_key as string;
+    expect(sealed).not.toContain(secret);
+    expect(secrets.open(sealed, SLOTS.modelApiKey(created.body.id as string))).toBe(secret);
+    const patched = await api.request("PATCH", `/api/v1/models/${created.body.id as string}`, {
+      token: api.adminToken,
+      body: { api_key: `${secret}-2` },
+    });
+    expect(patched.status).toBe(200);
+    const again = await db().query("SELECT api_key FROM model_configs WHERE id = $1", [
+      created.body.id,
+    ]);
+    expect(again.rows[0]!.api_key).not.toContain(secret);
+    expect(
+      secrets.open(again.rows[0]!.api_key as string, SLOTS.modelApiKey(created.body.id as string)),
+    ).toBe(`${secret}-2`);
   });
 
   it("is_default true clears it on every other config", async () => {

@@ -1,7 +1,8 @@
 // Model configs: admins and owners register a provider, model, (optionally) key and prices,
-// change them and delete them; members list only the enabled ones. The key is stored but never
-// answered, logged or audited. At most one config is the default: setting one clears the others
-// in the same transaction, under a table lock so two racing calls cannot both win.
+// change them and delete them; members list only the enabled ones. The key is stored sealed
+// (src/chatd/secrets) and never answered, logged or audited. At most one config is the
+// default: setting one clears the others in the same transaction, under a table lock so two
+// racing calls cannot both win.
 //
 // Prices are integer micro-dollars per million tokens (`input_price_per_mtok_micros: 3000000`
 // is $3 per million input tokens); an assistant message costs its tokens at these prices.
@@ -10,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import { SLOTS } from "../chatd/secrets/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff, staff } from "./auth.ts";
@@ -100,6 +102,7 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/models", async (request, reply) => {
     const { user } = staff(request);
     const body = parse(NewModelBody, request.body, "body");
+    const id = randomUUID();
     const row = await ctx.db.transaction(async (tx) => {
       if (body.is_default) await clearDefault(tx);
       const r = await tx.query(
@@ -107,11 +110,11 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
            enabled, input_price_per_mtok_micros, output_price_per_mtok_micros)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
         [
-          randomUUID(),
+          id,
           body.provider,
           body.model,
           body.base_url ?? null,
-          body.api_key ?? null,
+          ctx.secrets.sealOrNull(body.api_key, SLOTS.modelApiKey(id)),
           body.context_limit ?? null,
           body.is_default ?? false,
           body.enabled ?? true,
@@ -142,7 +145,9 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const values: unknown[] = [id];
       for (const k of COLUMNS) {
         if (body[k] === undefined) continue;
-        values.push(body[k]);
+        values.push(
+          k === "api_key" ? ctx.secrets.sealOrNull(body.api_key, SLOTS.modelApiKey(id)) : body[k],
+        );
         sets.push(`${k} = $${values.length}`);
       }
       const r = await tx.query(

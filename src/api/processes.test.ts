@@ -5,6 +5,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { until, useAgents, type TestAgent } from "../../test/support/agent.ts";
 import { describeDatabases } from "../../test/support/db.ts";
 import { AgentPool } from "../chatd/agents.ts";
+import { ephemeralSecretBox } from "../chatd/secrets/index.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { runTool } from "../chatd/tools/index.ts";
 import { toolContext } from "../chatd/tools/testing.ts";
@@ -21,6 +22,8 @@ import { startTestApi, type TestApi } from "./test-support.ts";
 const AGENT_TOKEN = "agent-token-f3a9c1-never-answered";
 /** Small, so the tests of a silent agent are quick; a real agent answers these in ms. */
 const AGENT_TIMEOUT_MS = 400;
+/** What the test APIs and pools seal and open agent tokens with (one key, like one server). */
+const secrets = ephemeralSecretBox();
 const NOT_FOUND_WHY = "not found (exited more than 5 minutes ago and reaped, or another chat's)";
 
 const startAgent = useAgents();
@@ -59,7 +62,7 @@ describeDatabases("chat processes", (db) => {
   beforeEach(async () => {
     logLines = [];
     const log = pino({ level: "trace" }, { write: (l: string) => void logLines.push(l) });
-    api = await startTestApi(db(), { log, agentTimeoutMs: AGENT_TIMEOUT_MS });
+    api = await startTestApi(db(), { log, agentTimeoutMs: AGENT_TIMEOUT_MS, secrets });
     const other = await api.request("POST", "/api/v1/users", {
       token: api.adminToken,
       body: { email: "other@example.com", password: "other password", role: "member" },
@@ -76,7 +79,7 @@ describeDatabases("chat processes", (db) => {
 
   /** Another API on the same database, with its own options, acting as the member. */
   const secondApi = async (o: Partial<ApiOptions>) => {
-    const app = await createApi({ db: db(), buffer: new StreamBuffer(), ...o });
+    const app = await createApi({ db: db(), buffer: new StreamBuffer(), secrets, ...o });
     return {
       async request(method: "GET" | "POST", url: string, body?: object) {
         const res = await app.inject({
@@ -419,7 +422,7 @@ describeDatabases("chat processes", (db) => {
   it("a pool the server gives is used (its observer sees the requests) and outlives the API", async () => {
     const agent = await startAgent({ token: AGENT_TOKEN });
     const seen: AgentRequestRecord[] = [];
-    const pool = new AgentPool(db(), { onRequest: (r) => seen.push(r) });
+    const pool = new AgentPool(db(), { secrets, onRequest: (r) => seen.push(r) });
     const shared = await secondApi({ agents: pool });
     try {
       const ws = await workspace(agent.url, AGENT_TOKEN);

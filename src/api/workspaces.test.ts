@@ -3,14 +3,17 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { until } from "../../test/support/agent.ts";
 import { describeDatabases } from "../../test/support/db.ts";
+import { ephemeralSecretBox, SLOTS } from "../chatd/secrets/index.ts";
 import { ManualClock } from "../contract/index.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
 import type { WorkspaceHealth, WorkspaceView } from "./views.ts";
 
+const secrets = ephemeralSecretBox();
+
 describeDatabases("workspaces", (db) => {
   let api: TestApi;
   beforeEach(async () => {
-    api = await startTestApi(db());
+    api = await startTestApi(db(), { secrets });
   });
   afterEach(async () => {
     await api.app.close();
@@ -35,7 +38,25 @@ describeDatabases("workspaces", (db) => {
     const stored = await db().query("SELECT agent_token FROM workspaces WHERE id = $1", [
       created.body.id,
     ]);
-    expect(stored.rows[0]!.agent_token).toBe(secret);
+    // Stored sealed: the row holds nothing of the token, and opens to it in its own slot only.
+    const sealed = stored.rows[0]!.agent_token as string;
+    expect(sealed).not.toContain(secret);
+    expect(secrets.open(sealed, SLOTS.agentToken(created.body.id as string))).toBe(secret);
+    const patched = await api.request("PATCH", `/api/v1/workspaces/${created.body.id as string}`, {
+      token: api.memberToken,
+      body: { agent_token: `${secret}-2` },
+    });
+    expect(patched.status).toBe(200);
+    const again = await db().query("SELECT agent_token FROM workspaces WHERE id = $1", [
+      created.body.id,
+    ]);
+    expect(again.rows[0]!.agent_token).not.toContain(secret);
+    expect(
+      secrets.open(
+        again.rows[0]!.agent_token as string,
+        SLOTS.agentToken(created.body.id as string),
+      ),
+    ).toBe(`${secret}-2`);
   });
 
   it("one workspace whose agent URL the client cannot speak to never makes the list answer 500", async () => {
@@ -68,8 +89,9 @@ describeDatabases("workspaces", (db) => {
       token: api.adminToken,
       body: { name: "admin's", agent_url: "http://127.0.0.1:2" },
     });
+    // A workspace without an owner (its owner deleted) is nobody's: members do not see it.
     await db().query(
-      "INSERT INTO workspaces (id, name, agent_url, is_default) VALUES (gen_random_uuid(), 'local', 'http://127.0.0.1:3', true)",
+      "INSERT INTO workspaces (id, name, agent_url, is_default) VALUES (gen_random_uuid(), 'orphan', 'http://127.0.0.1:3', true)",
     );
     const names = async (token: string): Promise<string[]> =>
       (
@@ -79,8 +101,8 @@ describeDatabases("workspaces", (db) => {
       )
         .map((w) => w.name)
         .sort();
-    expect(await names(api.memberToken)).toEqual(["local", "mine"]);
-    expect(await names(api.adminToken)).toEqual(["admin's", "local", "mine"]);
+    expect(await names(api.memberToken)).toEqual(["mine"]);
+    expect(await names(api.adminToken)).toEqual(["admin's", "mine", "orphan"]);
     // Nor can a member start a chat on it.
     const chat = await api.request("POST", "/api/v1/chats", {
       token: api.memberToken,

@@ -1,7 +1,7 @@
 // Workspaces: a name and the URL (and optional token) of a workspace agent, belonging to whoever
-// registered it. A chat may run in its owner's own workspaces, the ownerless local one and the
-// ones an admin shared; admins and owners also see (and may share or change) everyone's. The
-// agent token is stored but never answered, logged or audited. Reading a workspace shows its
+// registered it. A chat may run in its owner's own workspaces and the ones an admin shared (the
+// local one belongs to the server's owner); admins and owners also see (and may share or
+// change) everyone's. The agent token is stored sealed and never answered, logged or audited. Reading a workspace shows its
 // health, the agent's `GET /api/v0/info` from a per-API cache (workspace-health.ts): a dead agent
 // delays only the first read of it (bounded by a short timeout), not every list.
 
@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import { SLOTS } from "../chatd/secrets/index.ts";
 import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
@@ -56,9 +57,9 @@ export const WorkspacePatch = z.object({
   shared: z.boolean().optional(),
 });
 
-/** `true` when a chat of `user` may run in the workspace row. */
+/** `true` when a chat of `user` may run in the workspace row (one without an owner: nobody's). */
 export function canUseWorkspace(user: User, row: Record<string, unknown>): boolean {
-  return row.owner_id === null || row.shared === true || row.owner_id === user.id;
+  return row.shared === true || (row.owner_id !== null && row.owner_id === user.id);
 }
 
 /** `true` when `user` may see (and change) the workspace row. */
@@ -107,20 +108,41 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // template workspace adds its lifecycle fields.
   const withHealth = async (row: Record<string, unknown>): Promise<WorkspaceView> => ({
     ...workspaceView(row),
-    ...(await agentFields(ctx.db, row, (r) => health.health(r))),
+    ...(await agentFields(ctx.db, row, (r) =>
+      health.health({ ...r, agent_token: agentTokenOf(r) }),
+    )),
     ...(await templateFields(ctx.db, row)),
   });
   templateWorkspaceRoutes(app, ctx, canSeeWorkspace);
+  // A token this server cannot open (sealed with a key it lacks) is checked as none: the
+  // agent answers unauthorized, and the list still answers.
+  const agentTokenOf = (row: Record<string, unknown>): string | null => {
+    try {
+      return ctx.secrets.openOrNull(
+        row.agent_token as string | null,
+        SLOTS.agentToken(row.id as string),
+      );
+    } catch {
+      return null;
+    }
+  };
 
   app.post("/api/v1/workspaces", async (request, reply) => {
     if (isTemplateBody(request.body)) return createTemplateWorkspace(ctx, request, reply);
     const { user } = caller(request);
     const body = parse(NewWorkspaceBody, request.body, "body");
+    const id = randomUUID();
     const row = await ctx.db.transaction(async (tx) => {
       const r = await tx.query(
         `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token) VALUES ($1, $2, $3, $4, $5)
          RETURNING *`,
-        [randomUUID(), user.id, body.name, body.agent_url, body.agent_token ?? null],
+        [
+          id,
+          user.id,
+          body.name,
+          body.agent_url,
+          ctx.secrets.sealOrNull(body.agent_token, SLOTS.agentToken(id)),
+        ],
       );
       const row = r.rows[0]!;
       await audit(tx, request, {
@@ -137,7 +159,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/workspaces", async (request) => {
     const { user } = caller(request);
     const r = await ctx.db.query(
-      `SELECT * FROM workspaces WHERE $1 OR owner_id IS NULL OR shared OR owner_id = $2
+      `SELECT * FROM workspaces WHERE $1 OR shared OR owner_id = $2
        ORDER BY is_default DESC, created_at, id`,
       [isStaff(user), user.id],
     );
@@ -151,7 +173,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   // Its owner (or an admin or owner) changes a workspace; only those share it. The local
-  // workspace (no owner) is the server's own: only admins and owners change it.
+  // workspace belongs to the server's owner.
   app.patch("/api/v1/workspaces/:id", async (request) => {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
@@ -172,7 +194,7 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
           body.name ?? null,
           body.agent_url ?? null,
           body.agent_token !== undefined,
-          body.agent_token ?? null,
+          ctx.secrets.sealOrNull(body.agent_token, SLOTS.agentToken(id)),
           body.shared ?? null,
         ],
       );

@@ -2,15 +2,18 @@
 // agent's URL and token, made once and reused, so the worker's tool calls and the API's reads
 // of the same workspace share keep-alive connections and the same request observer. A changed
 // URL or token (PATCH) is a new key and so a new client; the old one stays until close, since
-// a tool call may still be using it. A workspace without an agent URL has an agent that dials
-// out: its client's transport finds that agent wherever it is connected, per request
-// (src/chatd/dialout).
+// a tool call may still be using it. Tokens are stored sealed; the pool opens them. A workspace
+// without an agent URL has an agent that dials out: its client's transport finds that agent
+// wherever it is connected, per request (src/chatd/dialout).
 
 import { AgentClient, type AgentRequestRecord, type AgentTransport } from "../contract/index.ts";
 import type { Queryable } from "./db/index.ts";
 import { agentConnection, type AgentConnectionInfo } from "./dialout/registry.ts";
+import { SLOTS, type SecretBox } from "./secrets/index.ts";
 
 export interface AgentPoolOptions {
+  /** Opens the workspaces' sealed agent tokens. */
+  secrets: SecretBox;
   /** Told about every request of every client (metrics, logs); see AgentClientOptions. */
   onRequest?: (r: AgentRequestRecord) => void;
   /** Reaches dial-out agents (the server's AgentHub); without it they cannot be reached. */
@@ -45,9 +48,14 @@ export class AgentPool {
   /** Keyed by `agent_url agent_token`: two workspaces on one agent share its client. */
   readonly #clients = new Map<string, AgentClient>();
 
-  constructor(db: Queryable, o: AgentPoolOptions = {}) {
+  constructor(db: Queryable, o: AgentPoolOptions) {
     this.#db = db;
     this.#o = o;
+  }
+
+  /** The box that opens the tokens (the API seals new ones with the same). */
+  get secrets(): SecretBox {
+    return this.#o.secrets;
   }
 
   /**
@@ -59,9 +67,13 @@ export class AgentPool {
       "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
       [workspaceId],
     );
-    const w = r.rows[0];
-    if (!w) return undefined;
-    if (w.agent_url === null) return this.#dialout(workspaceId);
+    const row = r.rows[0];
+    if (!row) return undefined;
+    if (row.agent_url === null) return this.#dialout(workspaceId);
+    const w = {
+      agent_url: row.agent_url,
+      agent_token: this.#o.secrets.openOrNull(row.agent_token, SLOTS.agentToken(workspaceId)),
+    };
     const key = `${w.agent_url} ${w.agent_token ?? ""}`;
     let client = this.#clients.get(key);
     if (!client) {

@@ -2,10 +2,12 @@
 // worker ID and the internal address other replicas reach it at — renewed with its lease
 // heartbeat and deleted on a graceful stop. A replica that died stops renewing; its row is
 // swept once it is older than a lease, when its chats are taken over anyway. The replica
-// secret guards the internal routes between replicas; the first replica makes it.
+// secret guards the internal routes between replicas; the first replica makes it, and it is
+// stored sealed like every secret (src/chatd/secrets).
 
 import { randomBytes } from "node:crypto";
 import type { Queryable } from "./db/index.ts";
+import { SLOTS, type SecretBox } from "./secrets/index.ts";
 
 const SECRET_BYTES = 32;
 
@@ -46,11 +48,11 @@ export async function replicaAddress(q: Queryable, workerId: string): Promise<st
 }
 
 /** The replicas' shared secret: made by the first replica that asks, the same for all after. */
-export async function replicaSecret(q: Queryable): Promise<string> {
+export async function replicaSecret(q: Queryable, secrets: SecretBox): Promise<string> {
   await q.query(
     "INSERT INTO replica_secret (singleton, secret) VALUES (true, $1) ON CONFLICT (singleton) DO NOTHING",
-    [randomBytes(SECRET_BYTES).toString("base64url")],
+    [secrets.seal(randomBytes(SECRET_BYTES).toString("base64url"), SLOTS.replicaSecret())],
   );
   const r = await q.query<{ secret: string }>("SELECT secret FROM replica_secret");
-  return r.rows[0]!.secret;
+  return secrets.open(r.rows[0]!.secret, SLOTS.replicaSecret());
 }

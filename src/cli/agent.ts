@@ -18,12 +18,24 @@ export interface AgentCommandOptions {
   pingIntervalMs?: number;
 }
 
+/**
+ * The token from TETHER_AGENT_TOKEN (how the server passes it: never on the command line),
+ * taken out of the environment so the commands the agent runs do not inherit it.
+ */
+function takeEnvToken(): string | undefined {
+  const token = process.env.TETHER_AGENT_TOKEN;
+  delete process.env.TETHER_AGENT_TOKEN;
+  return token === "" ? undefined : token;
+}
+
 export async function runAgent(o: AgentCommandOptions): Promise<void> {
   if (o.server !== undefined) return runDialoutAgent({ ...o, server: o.server });
   const { host, port } = parseListen(o.listen ?? "");
+  const fromEnv = takeEnvToken();
+  const token = o.token ?? fromEnv;
   const agent = await createAgentServer({
     dir: o.dir ?? process.cwd(),
-    ...(o.token && { token: o.token }),
+    ...(token && { token }),
   });
   const url = await agent.listen(host, port);
   process.stdout.write(`listening on ${url}\n`);

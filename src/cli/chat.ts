@@ -1,12 +1,12 @@
 // `tether chat "message"`: sends a message (to a new chat unless --chat), streams the answer
 // and tool activity to the terminal, and interrupts the chat on Ctrl-C (a second Ctrl-C
 // exits). Without a token it uses the one it saved earlier, or, on a server with no users
-// yet, creates the first (admin) user and saves its token.
+// yet, creates the first (admin) user and saves its token in the user's config dir (config.ts).
 
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { readFile } from "node:fs/promises";
 import ora, { type Ora } from "ora";
+import { cliTokenPath, saveFirstUser } from "./config.ts";
 
 export interface ChatCommandOptions {
   server: string;
@@ -14,7 +14,7 @@ export interface ChatCommandOptions {
   chat?: string;
   /** A new chat's workspace, by name or ID (default: the server's default workspace). */
   workspace?: string;
-  /** Where a bootstrapped token is kept (default ./.tether/cli-token). */
+  /** Where a bootstrapped token is kept (default cliTokenPath()). */
   tokenFile?: string;
 }
 
@@ -64,7 +64,7 @@ export async function api<T>(
 export async function resolveToken(o: ChatCommandOptions): Promise<string> {
   const explicit = o.token ?? process.env.TETHER_TOKEN;
   if (explicit) return explicit;
-  const file = o.tokenFile ?? path.join(".tether", "cli-token");
+  const file = o.tokenFile ?? cliTokenPath();
   const saved = await readFile(file, "utf8").catch(() => "");
   if (saved.trim()) return saved.trim();
   try {
@@ -74,11 +74,7 @@ export async function resolveToken(o: ChatCommandOptions): Promise<string> {
       password,
       name: "Admin",
     });
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, first.token + "\n", { mode: 0o600 });
-    process.stderr.write(
-      `Created the first user admin@localhost (password ${password}); its token is saved in ${file}.\n`,
-    );
+    process.stderr.write(await saveFirstUser(o.server, file, first.token, password));
     return first.token;
   } catch (err) {
     if (err instanceof ApiError && err.status === 409) {

@@ -1,7 +1,10 @@
 // The server's local workspace agent: its own process in its own process group, so a crash
 // of the server (even of its whole process group) leaves the agent and its commands running.
 // A restarted server re-adopts an agent that still answers, starts one only when none does,
-// restarts it if it dies, and stops it on a graceful stop.
+// restarts it if it dies, and stops it on a graceful stop. The agent gets an allowlisted
+// environment (childEnv: no key or database URL of the server reaches it or its commands) and
+// its token in TETHER_AGENT_TOKEN, never on its command line; the file that lets a restarted
+// server re-adopt it keeps the token sealed.
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -9,7 +12,9 @@ import { closeSync, openSync } from "node:fs";
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { SecretBox } from "../chatd/secrets/index.ts";
 import { AgentClient } from "../contract/index.ts";
+import { childEnv } from "../workspaces/child-env.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/tether", import.meta.url));
 /** How long a started agent has to print its listening line. */
@@ -24,8 +29,12 @@ export const AGENT_WARMUP_MS = 2_500;
 /** How often the server checks that its agent still answers. */
 export const AGENT_CHECK_INTERVAL_MS = 2_000;
 
+/** The slot of the local agent's token in local-agent.json (secretSlot). */
+const AGENT_FILE_TOKEN_SLOT = "local-agent.json/token";
+
 interface AgentFile {
   url: string;
+  /** Sealed (SecretBox). */
   token: string;
   pid: number;
   dir: string;
@@ -51,29 +60,39 @@ async function answers(url: string, token: string): Promise<boolean> {
   }
 }
 
+export interface LocalAgentOptions {
+  /** The server's data dir: local-agent.json and local-agent.log live there. */
+  dataDir: string;
+  /** The workspace directory the agent serves (absolute). */
+  workspaceDir: string;
+  /** Seals the token in local-agent.json. */
+  secrets: SecretBox;
+  /** The umask of the agent and its commands; unset, the server's own. */
+  umask?: number;
+  /** Told the agent's address whenever it changes (start, restart). */
+  onChange: (agent: LocalAgent) => Promise<void>;
+}
+
 export class LocalAgentSupervisor {
+  readonly #o: LocalAgentOptions;
   readonly #file: string;
   readonly #log: string;
   #current: LocalAgent | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  constructor(
-    private readonly dataDir: string,
-    private readonly workspaceDir: string,
-    /** Told the agent's address whenever it changes (start, restart). */
-    private readonly onChange: (agent: LocalAgent) => Promise<void>,
-  ) {
-    this.#file = path.join(dataDir, "local-agent.json");
-    this.#log = path.join(dataDir, "local-agent.log");
+  constructor(o: LocalAgentOptions) {
+    this.#o = o;
+    this.#file = path.join(o.dataDir, "local-agent.json");
+    this.#log = path.join(o.dataDir, "local-agent.log");
   }
 
   /** Re-adopts the agent an earlier server left, or starts one; then keeps it alive. */
   async start(): Promise<LocalAgent> {
-    await mkdir(this.dataDir, { recursive: true });
+    await mkdir(this.#o.dataDir, { recursive: true, mode: 0o700 });
     const agent = (await this.#adopt()) ?? (await this.#spawn());
     this.#current = agent;
-    await this.onChange(agent);
+    await this.#o.onChange(agent);
     this.#timer = setInterval(() => void this.#check(), AGENT_CHECK_INTERVAL_MS);
     this.#timer.unref();
     return agent;
@@ -95,35 +114,52 @@ export class LocalAgentSupervisor {
 
   async #adopt(): Promise<LocalAgent | undefined> {
     let saved: AgentFile;
+    let token: string;
     try {
       saved = JSON.parse(await readFile(this.#file, "utf8")) as AgentFile;
+      token = this.#o.secrets.open(saved.token, AGENT_FILE_TOKEN_SLOT);
     } catch {
-      return undefined;
+      return undefined; // no file, or one this key does not open: start a new agent
     }
-    if (saved.dir !== this.workspaceDir || !(await answers(saved.url, saved.token)))
-      return undefined;
-    return { url: saved.url, token: saved.token, pid: saved.pid, adopted: true };
+    if (saved.dir !== this.#o.workspaceDir || !(await answers(saved.url, token))) return undefined;
+    return { url: saved.url, token, pid: saved.pid, adopted: true };
   }
 
   async #spawn(): Promise<LocalAgent> {
     const token = randomBytes(24).toString("base64url");
     const logStart = (await stat(this.#log).catch(() => undefined))?.size ?? 0;
-    const log = openSync(this.#log, "a");
-    const child = spawn(
-      BIN,
-      ["agent", "--listen", "127.0.0.1:0", "--dir", this.workspaceDir, "--token", token],
-      {
-        detached: true, // its own process group: a crash of the server's group leaves it running
-        stdio: ["ignore", log, log],
-      },
-    );
+    const log = openSync(this.#log, "a", 0o600);
+    const args = [BIN, "agent", "--listen", "127.0.0.1:0", "--dir", this.#o.workspaceDir];
+    // Node cannot set a child's umask: a shell sets it and execs the agent (same PID).
+    const [command, argv] =
+      this.#o.umask === undefined
+        ? [process.execPath, args]
+        : [
+            "/bin/sh",
+            [
+              "-c",
+              `umask ${this.#o.umask.toString(8)} && exec "$0" "$@"`,
+              process.execPath,
+              ...args,
+            ],
+          ];
+    const child = spawn(command, argv, {
+      detached: true, // its own process group: a crash of the server's group leaves it running
+      stdio: ["ignore", log, log],
+      env: childEnv({ TETHER_AGENT_TOKEN: token }),
+    });
     closeSync(log);
     child.unref();
     const pid = child.pid;
     if (pid === undefined) throw new Error("Could not start the local workspace agent.");
     const url = await this.#waitForListening(pid, logStart);
     await new Promise((r) => setTimeout(r, AGENT_WARMUP_MS));
-    const saved: AgentFile = { url, token, pid, dir: this.workspaceDir };
+    const saved: AgentFile = {
+      url,
+      token: this.#o.secrets.seal(token, AGENT_FILE_TOKEN_SLOT),
+      pid,
+      dir: this.#o.workspaceDir,
+    };
     await writeFile(this.#file, JSON.stringify(saved), { mode: 0o600 });
     return { url, token, pid, adopted: false };
   }
@@ -156,7 +192,7 @@ export class LocalAgentSupervisor {
     try {
       const next = await this.#spawn();
       this.#current = next;
-      await this.onChange(next);
+      await this.#o.onChange(next);
     } catch {
       // tried again at the next check
     }

@@ -42,6 +42,28 @@ describe("server log", () => {
     expect(text).toContain("The provider refused the request.");
   });
 
+  it("the replica secret, session cookies, secret keys and database URLs are censored too", () => {
+    const { log, lines } = capture();
+    log.info({ replica: { secret: "replica-secret-1" } }, "relay");
+    log.info(
+      {
+        req: {
+          headers: {
+            cookie: "tether_session=cookie-secret-2",
+            "x-tether-replica-secret": "replica-secret-3",
+          },
+        },
+        res: { headers: { "set-cookie": "tether_session=cookie-secret-4" } },
+      },
+      "a request",
+    );
+    log.info({ options: { postgresUrl: "postgres://u:pw-5@db/x", secretKey: "key-6" } }, "opts");
+    log.info({ connectionString: "postgres://u:pw-7@db/x" }, "pg");
+    const text = lines.join("");
+    for (const s of ["secret-1", "secret-2", "secret-3", "secret-4", "pw-5", "key-6", "pw-7"])
+      expect(text).not.toContain(s);
+  });
+
   it("writes JSON lines at info by default; debug is left out", () => {
     const { log, parsed } = capture();
     log.debug("not shown");

@@ -1,6 +1,7 @@
 // The server's log: pino JSON lines on stderr, info by default. Every path where a secret
-// could sit — an agent token, a model API key, a password, an Authorization header — is
-// censored before a line is written, whoever logged the object.
+// could sit — an agent token, a model API key, a password, an Authorization header or session
+// cookie, the replica secret, a secret key, a database URL — is censored before a line is
+// written, whoever logged the object. (Database errors carry no parameter: src/chatd/db/errors.ts.)
 
 import pino, { type DestinationStream, type Logger } from "pino";
 
@@ -23,6 +24,13 @@ const SECRET_KEYS = [
   "Authorization",
   "x-api-key",
   "x-goog-api-key",
+  "cookie",
+  "set-cookie",
+  "secret",
+  "secretKey",
+  "x-tether-replica-secret",
+  "postgresUrl",
+  "connectionString",
 ];
 
 /** pino `redact` paths for each secret key at depth 0, 1 and 2 (`k`, `*.k`, `*.*.k`). */

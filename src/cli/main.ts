@@ -6,6 +6,7 @@ import { templatesCommand } from "./templates.ts";
 import { workspacesCommand } from "./workspaces.ts";
 import { runChat } from "./chat.ts";
 import { runServer, type ServerOptions } from "./server.ts";
+import { defaultDataDir, ServerConfigError } from "./server-state.ts";
 import { parseListen } from "./listen.ts";
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from "./log.ts";
 
@@ -102,13 +103,30 @@ export async function main(argv: string[]): Promise<void> {
       "base URL agents dial (tether agent --server; default: the listen URL)",
       httpUrl,
     )
-    .option("--postgres-url <url>", "use this Postgres instead of the embedded database")
-    .option("--data-dir <dir>", "where the embedded database and local state live", "./.tether")
+    .addOption(
+      new Option(
+        "--postgres-url <url>",
+        "use this Postgres instead of the embedded database (a password is better in the environment)",
+      ).env("TETHER_POSTGRES_URL"),
+    )
+    .option(
+      "--data-dir <dir>",
+      "where the embedded database and local state live (mode 0700; never inside the workspace)",
+      defaultDataDir(),
+    )
     .option(
       "--workspace-dir <dir>",
       "directory of the local workspace (default: the current directory)",
     )
     .option("--no-local-workspace", "do not start a local workspace agent")
+    .option(
+      "--secret-key-file <file>",
+      "key that encrypts secrets at rest: 32 bytes, base64 or hex (or TETHER_SECRET_KEY; embedded default: <data-dir>/secret.key, made on first start)",
+    )
+    .option(
+      "--old-secret-key-file <file>",
+      "a key being rotated out (or TETHER_SECRET_KEY_OLD): what it sealed is re-encrypted at start",
+    )
     .option(
       "--model <spec>",
       "default model: anthropic:<m>, openai:<m>, google:<m>, bedrock:<m>, openai-compatible:<m>, or demo",
@@ -141,14 +159,39 @@ export async function main(argv: string[]): Promise<void> {
       "a task failing this long in a row gives up: the turn ends in error (default 10 minutes)",
       positiveInt,
     )
+    .addHelpText(
+      "after",
+      `
+Environment:
+  TETHER_POSTGRES_URL    the Postgres URL, instead of --postgres-url (keeps a password off the command line)
+  TETHER_SECRET_KEY      the key that encrypts provider keys, agent tokens and the replica secret at rest
+                         (32 bytes, base64 or hex: openssl rand -base64 32); required with Postgres unless
+                         --secret-key-file is given
+  TETHER_SECRET_KEY_OLD  keys being rotated out (comma-separated); what they sealed is re-encrypted at start
+The local agent and its commands get an allowlisted environment (PATH, HOME, USER, SHELL, LANG, LC_*,
+TERM, TZ, TMPDIR): no key, database URL or TETHER_* secret of the server reaches them.`,
+    )
     .action(
       async (
-        o: Omit<ServerOptions, "workspaceDir" | "clock" | "log"> & { workspaceDir?: string },
+        o: Omit<
+          ServerOptions,
+          "workspaceDir" | "clock" | "log" | "secretKey" | "oldSecretKeys" | "childUmask"
+        > & { workspaceDir?: string },
       ) => {
-        await runServer({
-          ...o,
-          workspaceDir: o.workspaceDir ?? process.cwd(),
-        });
+        try {
+          await runServer({
+            ...o,
+            workspaceDir: o.workspaceDir ?? process.cwd(),
+            ...(process.env.TETHER_SECRET_KEY && { secretKey: process.env.TETHER_SECRET_KEY }),
+            ...(process.env.TETHER_SECRET_KEY_OLD && {
+              oldSecretKeys: process.env.TETHER_SECRET_KEY_OLD,
+            }),
+          });
+        } catch (err) {
+          if (!(err instanceof ServerConfigError)) throw err;
+          process.stderr.write(`tether server: ${err.message}\n`);
+          process.exitCode = 2;
+        }
       },
     );
 

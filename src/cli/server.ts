@@ -3,9 +3,9 @@
 // agent it supervises. `startServer` is also what tests run in-process.
 
 import { randomUUID } from "node:crypto";
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { LanguageModel } from "ai";
+import type { DestinationStream } from "pino";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
 import { AgentPool } from "../chatd/agents.ts";
@@ -14,6 +14,13 @@ import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
+import {
+  createSecretBox,
+  purgeOldRowVersions,
+  sealAtRest,
+  SecretOpenError,
+  SLOTS,
+} from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
@@ -29,6 +36,13 @@ import { parseListen } from "./listen.ts";
 import { createLogger, DEFAULT_LOG_LEVEL, type LogLevel } from "./log.ts";
 import { stopOnSignals } from "./signals.ts";
 import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
+import {
+  checkDataDirOutsideWorkspace,
+  loadSecretKeys,
+  prepareDataDir,
+  restrictModes,
+  ServerConfigError,
+} from "./server-state.ts";
 import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
 import { ensureWebBuilt } from "./web-build.ts";
 
@@ -46,7 +60,21 @@ export interface ServerOptions {
   /** Test-sized timings of dial-out agent connections (pings, registry polls). */
   agentHub?: Pick<AgentHubOptions, "routePollMs" | "reconcileMs" | "session">;
   postgresUrl?: string;
+  /** State (the embedded database, the local agent's file and log, the generated key): 0700. */
   dataDir: string;
+  /** The key sealing secrets at rest, as TETHER_SECRET_KEY holds it (32 bytes, base64 or hex). */
+  secretKey?: string;
+  /** A file holding that key (--secret-key-file). */
+  secretKeyFile?: string;
+  /** Keys being rotated out (TETHER_SECRET_KEY_OLD): what they sealed is re-sealed at start. */
+  oldSecretKeys?: string;
+  /** A file holding an old key (--old-secret-key-file). */
+  oldSecretKeyFile?: string;
+  /**
+   * The umask the local agent and its commands get (runServer: the one the server was started
+   * with, before it made its own 0o077); unset, they inherit the server's.
+   */
+  childUmask?: number;
   workspaceDir: string;
   localWorkspace: boolean;
   model?: string;
@@ -66,6 +94,8 @@ export interface ServerOptions {
   log?: boolean;
   /** The least level logged (default info). */
   logLevel?: LogLevel;
+  /** Where log lines go (default stderr; tests capture them). */
+  logDestination?: DestinationStream;
   /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
@@ -97,21 +127,62 @@ export interface RunningServer {
 export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const log = createLogger({
     level: o.log === false ? "silent" : (o.logLevel ?? DEFAULT_LOG_LEVEL),
+    ...(o.logDestination && { destination: o.logDestination }),
   });
   const { host, port } = parseListen(o.listen);
-  await mkdir(o.dataDir, { recursive: true });
+  const workspaceDir = path.resolve(o.workspaceDir);
+  if (o.localWorkspace) await checkDataDirOutsideWorkspace(o.dataDir, workspaceDir);
+  await prepareDataDir(o.dataDir);
+  const secrets = createSecretBox(
+    await loadSecretKeys({
+      key: o.secretKey,
+      keyFile: o.secretKeyFile,
+      oldKeys: o.oldSecretKeys,
+      oldKeyFile: o.oldSecretKeyFile,
+      embeddedDataDir: o.postgresUrl ? undefined : o.dataDir,
+    }),
+  );
   const db = await openDatabase(
     o.postgresUrl ? { postgresUrl: o.postgresUrl } : { dataDir: path.join(o.dataDir, "db") },
   );
+  // Other replicas relay this one's live parts through its internal route, with the secret.
+  let secret: string;
+  try {
+    // PGlite writes the files of a new database world-writable: every start restricts them.
+    if (!o.postgresUrl) await restrictModes(o.dataDir);
+    // Plaintext from an older database is sealed; what an old key sealed is sealed again.
+    const sealed = await sealAtRest(db, secrets);
+    if (sealed.sealed + sealed.resealed > 0) {
+      await purgeOldRowVersions(db, sealed.tables);
+      log.info({ sealed: sealed.sealed, resealed: sealed.resealed }, "secrets sealed at rest");
+    }
+    for (const u of sealed.unopenable)
+      log.warn(
+        { slot: u.slot, key_id: u.keyId },
+        "a stored secret is sealed with a key this server does not have; set it in TETHER_SECRET_KEY_OLD",
+      );
+    // Before anything starts: a server without the key its replicas use refuses here.
+    secret = await replicaSecret(db, secrets);
+  } catch (err) {
+    await db.close();
+    if (err instanceof SecretOpenError) throw new ServerConfigError(err.message);
+    throw err;
+  }
   const spec = o.model ?? defaultModelSpec();
   await ensureDefaultModel(db, parseModelSpec(spec), o.modelBaseUrl, o.model !== undefined);
 
   let supervisor: LocalAgentSupervisor | undefined;
   let localAgent: LocalAgent | undefined;
   if (o.localWorkspace) {
-    supervisor = new LocalAgentSupervisor(o.dataDir, path.resolve(o.workspaceDir), async (a) => {
-      await upsertLocalWorkspace(db, a.url, a.token);
-      log.info({ url: a.url, pid: a.pid, adopted: a.adopted }, "local workspace agent");
+    supervisor = new LocalAgentSupervisor({
+      dataDir: o.dataDir,
+      workspaceDir,
+      secrets,
+      ...(o.childUmask !== undefined && { umask: o.childUmask }),
+      onChange: async (a) => {
+        await upsertLocalWorkspace(db, a.url, a.token, secrets);
+        log.info({ url: a.url, pid: a.pid, adopted: a.adopted }, "local workspace agent");
+      },
     });
     localAgent = await supervisor.start();
   }
@@ -124,7 +195,6 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
   const workerId = randomUUID();
   const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
-  const secret = await replicaSecret(db);
   // Agents that dial out connect to this replica's hub; any replica reaches them through it.
   const agentHub = new AgentHub({
     db,
@@ -135,7 +205,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...o.agentHub,
   });
   // One client per agent for the worker's tool calls and the API's process reads alike.
-  const agents = new AgentPool(db, { onRequest, dialout: agentHub });
+  const agents = new AgentPool(db, { secrets, onRequest, dialout: agentHub });
   // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
   const workspaces = new WorkspaceServices({
     db,
@@ -190,7 +260,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           provider: c.provider as ProviderName,
           model: c.model,
           ...(c.base_url && { baseUrl: c.base_url }),
-          ...(c.api_key && { apiKey: c.api_key }),
+          ...(c.api_key && { apiKey: secrets.open(c.api_key, SLOTS.modelApiKey(c.id)) }),
         });
         models.set(key, m);
       }
@@ -201,9 +271,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
-  // Other replicas relay this one's live parts through its internal route, with the secret.
   const api = await createApi({
     db,
+    secrets,
     log: log.child({ replica: workerId }),
     buffer,
     metrics: metrics.registry,
@@ -246,14 +316,21 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       if (!c.keepLocalAgent) await supervisor?.stop();
       agents.close();
       await db.close();
+      // PGlite makes some files (WAL segments) world-readable as it runs: restrict them again.
+      if (!o.postgresUrl) await restrictModes(o.dataDir);
     },
   };
 }
 
 export async function runServer(o: ServerOptions): Promise<void> {
   const log = createLogger({ level: o.logLevel ?? DEFAULT_LOG_LEVEL });
+  // The UI's build (in the checkout, not the data dir) keeps the user's umask.
   const webRoot = o.webRoot ?? (await ensureWebBuilt(log));
-  const server = await startServer({ ...o, webRoot });
+  // Whatever the server creates from here is its own (0600 files, 0700 dirs); the local agent
+  // and the commands it runs get the umask the server was started with, so workspace files are
+  // made as the user expects.
+  const childUmask = process.umask(0o077);
+  const server = await startServer({ childUmask, ...o, webRoot });
   process.stdout.write(`listening on ${server.url}\n`);
   stopOnSignals(() => server.close());
 }

@@ -1,8 +1,10 @@
 // Start-up rows the server keeps true: the default model config (from --model, or a
-// default when none is configured yet) and the local workspace (its agent's address).
+// default when none is configured yet) and the local workspace (its agent's address, its
+// sealed token, and its owner: the first user, who gets it when created if none exists yet).
 
 import { randomUUID } from "node:crypto";
 import type { Database } from "../chatd/db/index.ts";
+import { SLOTS, type SecretBox } from "../chatd/secrets/index.ts";
 import type { ModelSpec } from "../model/index.ts";
 
 /**
@@ -37,27 +39,36 @@ export async function ensureDefaultModel(
   });
 }
 
-/** The local workspace row (name "local"), pointing at the local agent, and the default. */
+/**
+ * The local workspace row (`local`, named "local"), pointing at the local agent, the default,
+ * and owned by the owner (the first user): until one exists it has no owner and nobody may use
+ * it, and the first user gets it when created (a trigger, migration 010).
+ */
 export async function upsertLocalWorkspace(
   db: Database,
   url: string,
   token: string,
+  secrets: SecretBox,
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    const found = await tx.query<{ id: string }>(
-      "SELECT id FROM workspaces WHERE name = 'local' AND owner_id IS NULL LIMIT 1",
-    );
+    // Locked, so two replicas starting at once cannot both insert one.
+    await tx.query("LOCK TABLE workspaces IN SHARE ROW EXCLUSIVE MODE");
+    const found = await tx.query<{ id: string }>("SELECT id FROM workspaces WHERE local");
     const id = found.rows[0]?.id ?? randomUUID();
+    const sealed = secrets.seal(token, SLOTS.agentToken(id));
+    const owner = "(SELECT id FROM users WHERE role = 'owner' ORDER BY created_at, id LIMIT 1)";
     await tx.query("UPDATE workspaces SET is_default = false WHERE is_default AND id <> $1", [id]);
     if (found.rows[0]) {
       await tx.query(
-        "UPDATE workspaces SET agent_url = $2, agent_token = $3, is_default = true WHERE id = $1",
-        [id, url, token],
+        `UPDATE workspaces SET agent_url = $2, agent_token = $3, is_default = true,
+           owner_id = coalesce(owner_id, ${owner}) WHERE id = $1`,
+        [id, url, sealed],
       );
     } else {
       await tx.query(
-        "INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token, is_default) VALUES ($1, NULL, 'local', $2, $3, true)",
-        [id, url, token],
+        `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token, is_default, local)
+         VALUES ($1, ${owner}, 'local', $2, $3, true, true)`,
+        [id, url, sealed],
       );
     }
   });

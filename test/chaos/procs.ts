@@ -29,10 +29,17 @@ const live = new Set<TetherProcess>();
  */
 export function startTether(
   args: string[],
-  o: { cwd?: string; logFile?: string; onStderrLine?: (line: string) => void } = {},
+  o: {
+    cwd?: string;
+    logFile?: string;
+    onStderrLine?: (line: string) => void;
+    /** Added to the inherited environment. */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<TetherProcess> {
   const proc = spawn(BIN, args, {
     cwd: o.cwd,
+    ...(o.env && { env: { ...process.env, ...o.env } }),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

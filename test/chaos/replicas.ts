@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
+import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
 import { startTether, type TetherProcess } from "./procs.ts";
 
 export interface ReplicaOptions {
@@ -29,6 +30,8 @@ export interface Replica {
 export class Replicas {
   readonly #o: ReplicaOptions;
   readonly #live = new Map<number, Replica>();
+  /** Every replica of the database seals its secrets with this one key (TETHER_SECRET_KEY). */
+  readonly #secretKey = generateSecretKey();
   #next = 0;
   /** Task attempts that ran out of their time, over all replicas (from their logs). */
   attemptTimeouts = 0;
@@ -67,6 +70,7 @@ export class Replicas {
       ...(taskTimeoutMs !== undefined ? ["--task-timeout-ms", String(taskTimeoutMs)] : []),
     ];
     const proc = await startTether(args, {
+      env: { TETHER_SECRET_KEY: this.#secretKey },
       logFile: path.join(this.#o.workDir, `replica-${index}.log`),
       onStderrLine: (line) => {
         if (line.includes('"worker started"')) {

@@ -4,6 +4,7 @@
 // Retry-After is waited out; a workspace that refuses the server ends the turn at once; the
 // retry log lines carry no conversation. Real worker, real agent, the fake provider, the API.
 
+import { ephemeralSecretBox } from "../../src/chatd/secrets/index.ts";
 import { randomInt } from "node:crypto";
 import net, { type AddressInfo } from "node:net";
 import { Writable } from "node:stream";
@@ -178,7 +179,7 @@ describeDatabases("bounded retries", (db) => {
       retryLimitMs: 600,
       resolveAgent: async (chat: Chat) => {
         if (failing) throw new Error("The agent lookup failed.");
-        pool ??= new AgentPool(db());
+        pool ??= new AgentPool(db(), { secrets: ephemeralSecretBox() });
         return pool.forWorkspace(chat.workspaceId!);
       },
     });

@@ -8,6 +8,7 @@ import http from "node:http";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SLOTS } from "../../src/chatd/secrets/index.ts";
 import { testDatabaseUrl } from "../support/db.ts";
 import {
   hasToolResult,
@@ -197,8 +198,12 @@ describe.skipIf(skip)("replicas on one Postgres", () => {
         });
         req.on("error", (err) => (req.destroyed ? undefined : reject(err)));
       });
-    const secret = (await cluster.db.query<{ secret: string }>("SELECT secret FROM replica_secret"))
+    // Stored sealed: the row itself is not the secret.
+    const stored = (await cluster.db.query<{ secret: string }>("SELECT secret FROM replica_secret"))
       .rows[0]!.secret;
+    const secret = cluster.secrets.open(stored, SLOTS.replicaSecret());
+    expect(secret).not.toBe(stored);
+    expect((await status({ "x-tether-replica-secret": stored })).status).toBe(401);
 
     expect((await status({})).status).toBe(401);
     expect((await status({ authorization: `Bearer ${cluster.token()}` })).status).toBe(401);

@@ -49,10 +49,16 @@ describe("GET /metrics and the server log", () => {
       home,
       (fn) => cleanups.push(fn),
     );
-    // The local agent is the default workspace; it requires a token the server holds.
-    const localAgent = JSON.parse(
+    // The local agent is the default workspace; it requires a token the server holds (sealed in
+    // local-agent.json, passed to the agent in its environment).
+    const { pid } = JSON.parse(
       await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
-    ) as { token: string; pid: number };
+    ) as { pid: number };
+    const agentEnv = (await readFile(`/proc/${pid}/environ`, "utf8")).split("\0");
+    const localAgent = {
+      pid,
+      token: agentEnv.find((kv) => kv.startsWith("TETHER_AGENT_TOKEN="))?.slice(19) ?? "",
+    };
     // Runs last, after the server is gone (else its supervisor would start another agent).
     cleanups.unshift(() => {
       try {

@@ -3,7 +3,7 @@
 
 import { randomInt } from "node:crypto";
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -22,11 +22,14 @@ async function tempDir(): Promise<string> {
   return d;
 }
 
+/** The CLI's environment in a test: its config dir (the saved token) is the test's `cwd/config`. */
+const cliEnv = (cwd: string) => ({ ...process.env, XDG_CONFIG_HOME: path.join(cwd, "config") });
+
 function run(
   args: string[],
   cwd: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(BIN, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(BIN, args, { cwd, env: cliEnv(cwd), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
@@ -36,7 +39,7 @@ function run(
 
 /** A running `bin/tether` command: its output so far, and its exit. */
 function start(args: string[], cwd: string) {
-  const proc = spawn(BIN, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(BIN, args, { cwd, env: cliEnv(cwd), stdio: ["ignore", "pipe", "pipe"] });
   cleanups.push(() => void proc.kill("SIGKILL"));
   const out = { stdout: "", stderr: "" };
   proc.stdout.on("data", (c: Buffer) => (out.stdout += c.toString()));
@@ -58,7 +61,7 @@ function chatIdOf(stderr: string): string {
 }
 
 function savedToken(home: string): string {
-  return readFileSync(path.join(home, ".tether", "cli-token"), "utf8").trim();
+  return readFileSync(path.join(home, "config", "tether", "cli-token"), "utf8").trim();
 }
 
 function sleepRunning(duration: string): boolean {
@@ -83,6 +86,19 @@ describe("bin/tether server", () => {
     expect(chat.code).toBe(0);
     expect(chat.stdout).toContain("hello-from-tether");
     expect(chat.stdout).toMatch(/exit 0/);
+    // The owner's token went to the user's config dir (0700, the file 0600), not the current
+    // directory; the message says where, and how to set a password, but never the password.
+    const config = path.join(home, "config", "tether");
+    expect(statSync(config).mode & 0o777).toBe(0o700);
+    expect(statSync(path.join(config, "cli-token")).mode & 0o777).toBe(0o600);
+    expect(chat.stderr).toContain(path.join(config, "cli-token"));
+    expect(chat.stderr).toContain("/api/v1/me/password");
+    const password = readFileSync(path.join(config, "initial-password"), "utf8").trim();
+    expect(password.length).toBeGreaterThanOrEqual(20);
+    expect(chat.stderr + chat.stdout).not.toContain(password);
+    expect(existsSync(path.join(home, ".tether"))).toBe(false);
+    const me = await api<{ email: string }>(server.url, savedToken(home), "GET", "/api/v1/me");
+    expect(me.email).toBe("admin@localhost");
     const agent = JSON.parse(
       await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
     ) as { pid: number };
@@ -93,7 +109,7 @@ describe("bin/tether server", () => {
     const end = Date.now() + 5_000;
     while (alive(agent.pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(alive(agent.pid)).toBe(false);
-  }, 60_000);
+  }, 90_000);
 
   it("after SIGKILL of its process group mid-execute, a restart resumes the chat: one process, one result", async () => {
     const fake: FakeProvider = await startFakeProvider();

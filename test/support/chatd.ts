@@ -7,6 +7,7 @@ import { afterEach } from "vitest";
 import { startTestAgent } from "./agent.ts";
 import { startFakeProvider } from "./fake-provider.ts";
 import { AgentPool } from "../../src/chatd/agents.ts";
+import { ephemeralSecretBox } from "../../src/chatd/secrets/index.ts";
 import { pricesOf } from "../../src/chatd/billing.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
@@ -47,7 +48,7 @@ export async function seed(
 
 /** A worker whose models and agents come from the rows, with test-sized timings. */
 export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker {
-  const agents = new AgentPool(db);
+  const agents = new AgentPool(db, { secrets: ephemeralSecretBox() });
   return new Worker({
     db,
     buffer: new StreamBuffer(),

@@ -85,6 +85,8 @@ export interface FakeProvider {
   url: string;
   /** Every chat request received, in order. */
   requests: FakeChatRequest[];
+  /** The Authorization header of each of those requests (the API key the server sent). */
+  authorizations: (string | undefined)[];
   /** Queues responses, used one per request in order. */
   script(...steps: FakeScriptEntry[]): void;
   /** Answers every request the script leaves unanswered (default: {@link FAKE_DEFAULT_TEXT}). */
@@ -366,6 +368,7 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
 export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: FakeScriptEntry[] = [];
   const requests: FakeChatRequest[] = [];
+  const authorizations: (string | undefined)[] = [];
   let fallback: (request: FakeChatRequest) => FakeStep = () => ({ text: FAKE_DEFAULT_TEXT });
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -392,6 +395,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       request = asChatRequest(parsed.data);
     }
     requests.push(request);
+    authorizations.push(req.headers.authorization);
     const entry = queue.shift() ?? fallback;
     const step = typeof entry === "function" ? entry(request) : entry;
     const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
@@ -434,6 +438,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    authorizations,
     script: (...steps) => void queue.push(...steps),
     respond: (f) => {
       fallback = f;

@@ -5,12 +5,18 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
+import {
+  createSecretBox,
+  generateSecretKey,
+  parseSecretKey,
+  type SecretBox,
+} from "../../src/chatd/secrets/index.ts";
 import type { Database } from "../../src/chatd/db/types.ts";
 import { testDatabaseUrl } from "./db.ts";
 import { startFakeProvider, type FakeChatRequest, type FakeProvider } from "./fake-provider.ts";
@@ -110,6 +116,8 @@ export interface Cluster {
   /** The fresh database, for looking at what the replicas wrote. */
   db: Database;
   fake: FakeProvider;
+  /** Seals and opens secrets with the replicas' key (the replica secret is stored sealed). */
+  secrets: SecretBox;
   /** The workspace agent's directory. */
   dir: string;
   /** Starts `n` replicas at once (extra server flags in `args`); each is stopped by close(). */
@@ -196,6 +204,11 @@ export async function startCluster(): Promise<Cluster> {
     cleanups.push(() => rm(home, { recursive: true, force: true }));
     const dir = path.join(home, "workspace");
     await mkdir(dir);
+    // Every replica of one database seals its secrets with the same key.
+    const keyFile = path.join(home, "secret.key");
+    const key = generateSecretKey();
+    await writeFile(keyFile, key, { mode: 0o600 });
+    const secrets = createSecretBox({ current: parseSecretKey(key, "key") });
     const agent = await startProcess(["agent", "--listen", "127.0.0.1:0", "--dir", dir], home);
     cleanups.push(() => agent.stop("SIGTERM"));
     const agentWarmAt = Date.now() + AGENT_WARM_UP_MS;
@@ -228,6 +241,8 @@ export async function startCluster(): Promise<Cluster> {
           "127.0.0.1:0",
           "--postgres-url",
           dbUrl,
+          "--secret-key-file",
+          keyFile,
           "--data-dir",
           data,
           "--no-local-workspace",
@@ -260,6 +275,7 @@ export async function startCluster(): Promise<Cluster> {
     return {
       db,
       fake,
+      secrets,
       dir,
       async startReplicas(n, args = []) {
         const started = await Promise.all(Array.from({ length: n }, () => startReplica(args)));

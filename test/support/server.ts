@@ -4,8 +4,9 @@
 // crash leaves it running, by design) killed too.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { defaultDataDir } from "../../src/cli/server-state.ts";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
 
@@ -26,13 +27,24 @@ export function startServerProcess(
   args: string[],
   cwd: string,
   cleanup: (fn: () => Promise<void>) => void,
-  o: { env?: NodeJS.ProcessEnv } = {},
+  o: {
+    /** The server's whole environment (default: the test's). */
+    env?: NodeJS.ProcessEnv;
+    /** The umask it is started with (default: the test's). */
+    umask?: number;
+  } = {},
 ): Promise<ServerProcess> {
-  const proc = spawn(BIN, ["server", "--listen", "127.0.0.1:0", ...args], {
+  const argv = [BIN, "server", "--listen", "127.0.0.1:0", ...args];
+  const [command, commandArgs] =
+    o.umask === undefined
+      ? [argv[0]!, argv.slice(1)]
+      : ["/bin/sh", ["-c", `umask ${o.umask.toString(8)} && exec "$0" "$@"`, ...argv]];
+  const proc = spawn(command, commandArgs, {
     cwd,
     ...(o.env && { env: o.env }),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
+    ...(o.env && { env: o.env }),
   });
   const exited = new Promise<void>((r) => proc.once("exit", () => r()));
   cleanup(async () => {
@@ -46,7 +58,7 @@ export function startServerProcess(
       // gone
     }
     const i = args.indexOf("--data-dir");
-    const dataDir = path.resolve(cwd, i >= 0 ? args[i + 1]! : ".tether");
+    const dataDir = i >= 0 ? path.resolve(cwd, args[i + 1]!) : defaultDataDir(o.env ?? process.env);
     const agent = await readFile(path.join(dataDir, "local-agent.json"), "utf8")
       .then((t) => (JSON.parse(t) as { pid: number }).pid)
       .catch(() => undefined);
@@ -74,6 +86,16 @@ export function startServerProcess(
     });
     proc.once("exit", (code) => reject(new Error(`server exited ${code}: ${err}`)));
   });
+}
+
+/**
+ * A workspace directory beside a test's data dir (`<home>/ws`): the server refuses a data dir
+ * inside its workspace, so a test must not serve `home` itself when its data is in `home/data`.
+ */
+export async function workspaceIn(home: string): Promise<string> {
+  const ws = path.join(home, "ws");
+  await mkdir(ws, { recursive: true });
+  return ws;
 }
 
 /** One JSON request to a server's API; throws on a non-2xx answer. */

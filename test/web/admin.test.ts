@@ -18,7 +18,7 @@ import {
   shot as saveShot,
   useCleanups,
 } from "../support/browser.ts";
-import { startServerProcess } from "../support/server.ts";
+import { startServerProcess, workspaceIn } from "../support/server.ts";
 
 const PASSWORD = "correct horse battery";
 const cleanup = useCleanups();
@@ -29,7 +29,14 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-admin-"));
     cleanup(() => rm(home, { recursive: true, force: true }));
     const server = await startServerProcess(
-      ["--data-dir", path.join(home, "data"), "--workspace-dir", home, "--model", "demo"],
+      [
+        "--data-dir",
+        path.join(home, "data"),
+        "--workspace-dir",
+        await workspaceIn(home),
+        "--model",
+        "demo",
+      ],
       home,
       cleanup,
     );

@@ -21,7 +21,7 @@ import {
   type Viewport,
 } from "../support/browser.ts";
 import { startFakeProvider, type FakeStep } from "../support/fake-provider.ts";
-import { startServerProcess } from "../support/server.ts";
+import { startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "lead@example.com";
@@ -96,7 +96,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI layout while streaming", () => {
         "--data-dir",
         path.join(home, "data"),
         "--workspace-dir",
-        home,
+        await workspaceIn(home),
         "--model",
         "openai-compatible:fake-model",
         "--model-base-url",

@@ -20,7 +20,7 @@ import {
   useCleanups,
 } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { startServerProcess } from "../support/server.ts";
+import { startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 
@@ -42,7 +42,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
       ],
     });
     const server = await startServerProcess(
-      ["--data-dir", path.join(home, "data"), "--workspace-dir", home],
+      ["--data-dir", path.join(home, "data"), "--workspace-dir", await workspaceIn(home)],
       home,
       cleanup,
     );

@@ -35,4 +35,5 @@ export { migrate, loadMigrations, type Migration } from "./migrate.ts";
 export { openPglite, type PgliteDatabase, type PgliteOptions } from "./pglite.ts";
 export { openPostgres, type PostgresOptions } from "./postgres.ts";
 export type { Database, QueryResult, Queryable, Row } from "./types.ts";
+export { DatabaseError } from "./errors.ts";
 export { TransactionAbortedError, sqlState } from "./values.ts";

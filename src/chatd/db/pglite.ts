@@ -6,6 +6,7 @@ import {
   PGlite,
   TransactionAbortedError as PgliteTransactionAbortedError,
 } from "@electric-sql/pglite";
+import { statement, toDatabaseError } from "./errors.ts";
 import { assertNotInTransaction, inTransactionScope } from "./scope.ts";
 import type { Database, Queryable, QueryResult, Row } from "./types.ts";
 import {
@@ -78,13 +79,13 @@ class PgliteDriver implements PgliteDatabase {
     params?: readonly unknown[],
   ): Promise<QueryResult<R>> {
     this.#check("query");
-    const res = await this.#pg.query<R>(sql, toParams(params));
+    const res = await statement(this.#pg.query<R>(sql, toParams(params)));
     return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
   }
 
   async exec(sql: string): Promise<void> {
     this.#check("exec");
-    await this.#pg.exec(sql);
+    await statement(this.#pg.exec(sql));
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -95,12 +96,12 @@ class PgliteDriver implements PgliteDatabase {
         const tx: Queryable = {
           query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]) => {
             if (!open) throw closedTransactionError();
-            const res = await ptx.query<R>(sql, toParams(params));
+            const res = await statement(ptx.query<R>(sql, toParams(params)));
             return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
           },
           exec: async (sql: string) => {
             if (!open) throw closedTransactionError();
-            await ptx.exec(sql);
+            await statement(ptx.exec(sql));
           },
         };
         try {
@@ -111,7 +112,7 @@ class PgliteDriver implements PgliteDatabase {
       });
     } catch (err) {
       if (err instanceof PgliteTransactionAbortedError) throw new TransactionAbortedError();
-      throw err;
+      throw toDatabaseError(err); // BEGIN or COMMIT failed
     }
   }
 

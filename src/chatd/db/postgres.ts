@@ -4,6 +4,7 @@
 // through values.ts with its own type table, never pg's process-wide one.
 
 import pg from "pg";
+import { statement } from "./errors.ts";
 import { PgListener } from "./listener.ts";
 import { assertNotInTransaction, inTransactionScope } from "./scope.ts";
 import type { Database, Queryable, QueryResult, Row } from "./types.ts";
@@ -96,12 +97,12 @@ class PostgresDriver implements Database {
     params?: readonly unknown[],
   ): Promise<QueryResult<R>> {
     this.#check("query");
-    return toResult(await this.#pool.query<R>(sql, toParams(params)));
+    return toResult(await statement(this.#pool.query<R>(sql, toParams(params))));
   }
 
   async exec(sql: string): Promise<void> {
     this.#check("exec");
-    await this.#pool.query(sql); // no parameters: the simple protocol, several statements allowed
+    await statement(this.#pool.query(sql)); // no parameters: the simple protocol, several statements allowed
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -115,22 +116,22 @@ class PostgresDriver implements Database {
     const tx: Queryable = {
       query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]) => {
         if (!open) throw closedTransactionError();
-        return toResult(await client.query<R>(sql, toParams(params)));
+        return toResult(await statement(client.query<R>(sql, toParams(params))));
       },
       exec: async (sql: string) => {
         if (!open) throw closedTransactionError();
-        await client.query(sql);
+        await statement(client.query(sql));
       },
     };
     let result: T;
     try {
-      await client.query("BEGIN");
+      await statement(client.query("BEGIN"));
       try {
         result = await inTransactionScope(this, () => fn(tx));
       } finally {
         open = false;
       }
-      const commit = await client.query("COMMIT");
+      const commit = await statement(client.query("COMMIT"));
       // Postgres answers COMMIT of a failed transaction with ROLLBACK and no error; PGlite throws.
       if (commit.command === "ROLLBACK") throw new TransactionAbortedError();
     } catch (err) {
