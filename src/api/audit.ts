@@ -28,6 +28,7 @@ export type AuditAction =
   | "chat.interrupt"
   | "chat.edit"
   | "chat.unqueue"
+  | "chat.update"
   | "process.signal";
 
 export interface AuditEntry {

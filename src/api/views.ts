@@ -34,7 +34,14 @@ export interface ChatView {
   model_id: string | null;
   created_at: string;
   updated_at: string;
+  /** Hidden from the chat list (its owner "deleted" it); a new message brings it back. */
+  archived: boolean;
   last_error?: { message: string; detail?: string };
+  /**
+   * While the model (or an agent) keeps failing: the last failure and when the next attempt
+   * starts; null otherwise. (Served by the chatd-robust change; optional here until it lands.)
+   */
+  retrying?: { attempt: number; last_error: string; next_attempt_at: string } | null;
 }
 
 export function chatView(c: Chat): ChatView {
@@ -46,6 +53,7 @@ export function chatView(c: Chat): ChatView {
     model_id: c.modelConfigId,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
+    archived: c.archived,
   };
   if (c.lastError) v.last_error = c.lastError;
   return v;
