@@ -3,6 +3,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runAgent } from "./agent.ts";
 import { runChat } from "./chat.ts";
+import { describeFailure } from "./chat-errors.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { parseListen } from "./listen.ts";
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from "./log.ts";
@@ -114,14 +115,29 @@ export async function main(argv: string[]): Promise<void> {
 
   program
     .command("chat")
-    .description("Send a message, stream the answer and tool activity; Ctrl-C interrupts.")
-    .argument("<message>", "the message")
+    .description(
+      "Send a message and stream the answer and tool activity (Ctrl-C interrupts); without a " +
+        "message, an interactive session on a terminal, or the message read from stdin.",
+    )
+    .argument("[message]", "the message")
     .option("--server <url>", "server URL", "http://127.0.0.1:3000")
     .option("--token <token>", "API token (default: $TETHER_TOKEN, or the saved one)")
     .option("--chat <id>", "continue this chat instead of starting a new one")
-    .action(async (message: string, o: { server: string; token?: string; chat?: string }) => {
-      await runChat(message, o);
-    });
+    .option("--json", "print the chat's events as JSON lines (for scripts)")
+    .action(
+      async (
+        message: string | undefined,
+        o: { server: string; token?: string; chat?: string; json?: boolean },
+      ) => {
+        try {
+          await runChat(message, o);
+        } catch (err) {
+          // One line that says what went wrong and what to do; no stack trace.
+          process.stderr.write(`tether chat: ${describeFailure(err)}\n`);
+          process.exitCode = 1;
+        }
+      },
+    );
 
   await program.parseAsync(argv);
 }
