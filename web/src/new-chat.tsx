@@ -6,7 +6,7 @@ import type { ModelView, WorkspaceView } from "../../src/api/views.ts";
 import { api } from "./api.ts";
 import type { Chat } from "./types.ts";
 import { navigate } from "./router.ts";
-import { useApi } from "./widgets.tsx";
+import { ErrorNote, useApi } from "./widgets.tsx";
 
 export function NewChat() {
   // Empty selections mean "the default" (the server's choice), so the page works before
@@ -16,7 +16,7 @@ export function NewChat() {
   const [modelId, setModelId] = useState("");
   const [workspaceId, setWorkspaceId] = useState("");
   const [text, setText] = useState("");
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
 
   const create = async (e?: FormEvent) => {
@@ -32,7 +32,7 @@ export function NewChat() {
       });
       navigate(`/chats/${chat.id}`);
     } catch (err) {
-      setError((err as Error).message);
+      setError(err);
       setBusy(false);
     }
   };
@@ -83,11 +83,7 @@ export function NewChat() {
             autoFocus
           />
         </label>
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} prefix="The chat was not started" />
         <div>
           <button type="submit" disabled={busy || text.trim() === ""}>
             Start chat
