@@ -254,6 +254,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     await cardShot(edited, "tool-edit-files-desktop");
     await page.evaluate("scrollTo(0, 0)");
     await shot(page, "cards-desktop");
+    // The screen as a person sees it: the Markdown answer and the failed command under it.
+    await page.evaluate("scrollTo(0, 0)");
+    await page.screenshot({ path: path.join(ARTIFACTS, "cards-view-desktop.png") });
 
     // The same chat on a phone: every card fits the screen's width.
     const phone: Page = await openPage(browser, "phone", errors);

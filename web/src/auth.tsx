@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from "react";
+import { useCallback, useState, type FormEvent } from "react";
 import { api, ApiError } from "./api.ts";
 import { ErrorNote, useApi, useDocumentTitle, useInterval } from "./widgets.tsx";
 import type { User } from "./types.ts";
@@ -21,7 +21,8 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
   /** A throttled sign-in may be tried again from then on (ms since the epoch). */
   const [until, setUntil] = useState<number>();
   const [now, setNow] = useState(() => Date.now());
-  useInterval(() => setNow(Date.now()), until !== undefined ? 1000 : undefined);
+  const tick = useCallback(() => setNow(Date.now()), []);
+  useInterval(tick, until !== undefined ? 1000 : undefined);
   const wait = until === undefined ? 0 : Math.max(0, Math.ceil((until - now) / 1000));
 
   const submit = async (e: FormEvent) => {

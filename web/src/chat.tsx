@@ -4,7 +4,7 @@
 // the composer, and its workspace's processes beside it (a tab on a phone). A chat that is not
 // there is said to be so, once: nothing is retried.
 
-import { lazy, Suspense, useEffect, useRef, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { api, ApiError, followStream } from "./api.ts";
 import { RenameForm, StatusBadge } from "./chat-list.tsx";
 import { Composer } from "./composer.tsx";
@@ -97,7 +97,9 @@ function QueuedMessage({
  */
 function BilledTime(p: { usage: Usage | undefined; since: number | undefined }) {
   const [now, setNow] = useState(() => Date.now());
-  useInterval(() => setNow(Date.now()), p.since === undefined ? undefined : 1000);
+  // A stable callback: the interval is not restarted by every render of a streaming chat.
+  const tick = useCallback(() => setNow(Date.now()), []);
+  useInterval(tick, p.since === undefined ? undefined : 1000);
   if (!p.usage) return null;
   if (p.since === undefined)
     return (
@@ -321,15 +323,16 @@ export function ChatView({ id }: { id: string }) {
 
   const busy = chat?.status === "running" || chat?.status === "interrupting";
   // While busy, the chat is read again for what the stream does not carry (retrying).
-  useInterval(
+  const rereadChat = useCallback(
     () =>
       void api<Chat>("GET", `/chats/${id}`).then(
         (c) =>
           setChat((old) => (old ? { ...old, retrying: c.retrying ?? null, title: c.title } : c)),
         () => undefined,
       ),
-    busy ? BUSY_POLL_MS : undefined,
+    [id],
   );
+  useInterval(rereadChat, busy ? BUSY_POLL_MS : undefined);
 
   // Whatever makes the messages grow (streamed text, a card's live output, the queue), the page
   // stays at its end only if the reader was there: someone who scrolled up to read is not moved.
