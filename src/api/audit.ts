@@ -33,6 +33,7 @@ export type AuditAction =
   | "chat.interrupt"
   | "chat.edit"
   | "chat.unqueue"
+  | "chat.update"
   | "process.signal";
 
 export interface AuditEntry {

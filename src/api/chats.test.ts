@@ -48,6 +48,7 @@ describeDatabases("chats", (db) => {
     });
     expect(got.status).toBe(200);
     expect(Object.keys(got.body).sort()).toEqual([
+      "archived",
       "created_at",
       "id",
       "model_id",
@@ -89,6 +90,7 @@ describeDatabases("chats", (db) => {
       ["GET", `${base}/usage`, undefined],
       ["GET", `${base}/stream`, undefined],
       ["PATCH", `${base}/messages/1`, { text: "x" }],
+      ["PATCH", base, { title: "mine now" }],
     ] as const) {
       const r = await api.request(method, url, { token: api.memberToken, ...(body && { body }) });
       expect(r.status, `${method} ${url}`).toBe(404);
@@ -97,6 +99,75 @@ describeDatabases("chats", (db) => {
       token: api.memberToken,
     });
     expect(unknown.status).toBe(404);
+  });
+
+  it("its owner renames and archives an idle chat: the list leaves it out, a new message brings it back", async () => {
+    const chat = await createChat(api.memberToken, { title: "first name" });
+    const url = `/api/v1/chats/${chat.id as string}`;
+    const patch = (body: unknown, token = api.memberToken) =>
+      api.request("PATCH", url, { token, body });
+    const list = async (q = "") =>
+      (
+        (await api.request("GET", `/api/v1/chats${q}`, { token: api.memberToken })).body.chats as {
+          id: string;
+          title: string;
+          archived: boolean;
+        }[]
+      ).map((c) => `${c.title}/${c.archived}`);
+
+    const renamed = await patch({ title: "  a better name " });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ title: "a better name", archived: false });
+    const archived = await patch({ archived: true });
+    expect(archived.body).toMatchObject({ archived: true });
+    await expect(list()).resolves.toEqual([]);
+    await expect(list("?archived=true")).resolves.toEqual(["a better name/true"]);
+    // Still readable by its address.
+    const got = await api.request("GET", url, { token: api.memberToken });
+    expect(got.body).toMatchObject({ archived: true });
+
+    // A message to it unarchives it, so it runs (no worker takes an archived chat).
+    const sent = await api.request("POST", `${url}/messages`, {
+      token: api.memberToken,
+      body: { text: "go on" },
+    });
+    expect(sent.status).toBe(202);
+    await expect(list()).resolves.toEqual(["a better name/false"]);
+    // A running chat is not archived: nobody would drive it.
+    const busy = await patch({ archived: true });
+    expect(busy.status).toBe(409);
+    expect(busy.body.message).toMatch(/interrupt it before archiving/);
+    const audit = await db().query(
+      "SELECT details FROM audit_log WHERE action = 'chat.update' AND target = $1 ORDER BY id",
+      [chat.id],
+    );
+    expect(audit.rows.map((r) => r.details)).toEqual([
+      { title: "a better name" },
+      { archived: true },
+    ]);
+  });
+
+  it("a chat patch names its bad field, and changes nothing of someone else's", async () => {
+    const chat = await createChat(api.memberToken, { title: "kept" });
+    const url = `/api/v1/chats/${chat.id as string}`;
+    for (const [body, detail] of [
+      [{}, /at least one/],
+      [{ title: "  " }, /title: must not be empty/],
+      [{ archived: "yes" }, /archived/],
+      [{ color: "red" }, /color/],
+    ] as const) {
+      const r = await api.request("PATCH", url, { token: api.memberToken, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.detail).toMatch(detail);
+    }
+    // An admin reads every chat but changes only their own.
+    const other = await api.request("PATCH", url, {
+      token: api.adminToken,
+      body: { title: "taken" },
+    });
+    expect(other.status).toBe(404);
+    const got = await api.request("GET", url, { token: api.memberToken });
+    expect(got.body.title).toBe("kept");
   });
 
   it("a message to a waiting chat starts it; to a running chat it is queued (202 queued:true)", async () => {

@@ -16,12 +16,14 @@ import {
   loadQueue,
   removeQueued,
   sendMessage,
+  updateChat,
+  ChatBusyError,
   type SendResult,
 } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
-import { IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
+import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { canUseWorkspace, findWorkspace } from "./workspaces.ts";
 
@@ -33,6 +35,20 @@ export const NewChatBody = z.object({
   title: z.string().trim().max(500).optional(),
   message: MessageText.optional(),
 });
+
+/**
+ * `PATCH /chats/{id}`: what its owner changes about the chat itself. Each field is optional and
+ * more may come (the MCP servers a chat uses); at least one is given.
+ */
+export const ChatPatchBody = z
+  .strictObject({
+    title: z.string().trim().min(1, "must not be empty").max(500).optional(),
+    archived: z.boolean().optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, "give at least one of title, archived");
+
+/** `GET /chats?archived=true` lists the archived chats instead of the others. */
+export const ChatListQuery = z.object({ archived: z.enum(["true", "false"]).optional() });
 
 export const SendBody = z.object({
   text: MessageText,
@@ -123,11 +139,34 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get("/api/v1/chats", async (request) => {
     const { user } = caller(request);
+    const query = parse(ChatListQuery, request.query, "query");
     const r = await ctx.db.query(
-      "SELECT * FROM chats WHERE owner_id = $1 ORDER BY created_at DESC, id",
-      [user.id],
+      "SELECT * FROM chats WHERE owner_id = $1 AND archived = $2 ORDER BY created_at DESC, id",
+      [user.id, query.archived === "true"],
     );
     return { chats: r.rows.map((row) => chatView(rowToChat(row))) };
+  });
+
+  // Rename or archive ("delete": it leaves the list, and stays readable by its address).
+  app.patch("/api/v1/chats/:id", async (request) => {
+    const { user } = caller(request);
+    const { id } = parse(IdParams, request.params, "path");
+    const body = parse(ChatPatchBody, request.body, "body");
+    await ownedChat(ctx, user, id);
+    let chat: Chat;
+    try {
+      chat = await updateChat(ctx.db, id, body);
+    } catch (err) {
+      if (err instanceof ChatBusyError) throw new ApiError(409, err.message, "archived");
+      throw err;
+    }
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.update",
+      target: id,
+      details: body,
+    });
+    return chatView(chat);
   });
 
   app.get("/api/v1/chats/:id", async (request) => {

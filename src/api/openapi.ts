@@ -10,6 +10,8 @@ import { AuditQuery } from "./audit.ts";
 import { LoginBody, PUBLIC_ROUTES } from "./auth.ts";
 import {
   AfterQuery,
+  ChatListQuery,
+  ChatPatchBody,
   EditBody,
   MessageParams,
   NewChatBody,
@@ -146,8 +148,18 @@ export const ROUTES: Record<string, RouteDoc> = {
     params: IdParams,
   },
   "POST /api/v1/chats": { summary: "Create a chat", status: 201, body: NewChatBody },
-  "GET /api/v1/chats": { summary: "The caller's chats", status: 200 },
+  "GET /api/v1/chats": {
+    summary: "The caller's chats (the archived ones with archived=true)",
+    status: 200,
+    query: ChatListQuery,
+  },
   "GET /api/v1/chats/:id": { summary: "A chat", status: 200, params: IdParams },
+  "PATCH /api/v1/chats/:id": {
+    summary: "Rename or archive a chat (its owner)",
+    status: 200,
+    params: IdParams,
+    body: ChatPatchBody,
+  },
   "POST /api/v1/chats/:id/messages": {
     summary: "Send a message",
     status: 202,

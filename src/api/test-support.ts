@@ -3,6 +3,7 @@
 // collects events until the test has what it waits for.
 
 import http from "node:http";
+import { createParser } from "eventsource-parser";
 import type { FastifyInstance } from "fastify";
 import type { Database, Queryable } from "../chatd/db/index.ts";
 import type { MessagePart } from "../chatd/messages.ts";
@@ -100,27 +101,16 @@ export function openSse(baseUrl: string, path: string, token: string): Promise<S
     req.on("response", (res) => {
       const events: SseEvent[] = [];
       const waiters = new Set<() => void>();
-      let buf = "";
+      const parser = createParser({
+        onEvent: (m) => {
+          const e: SseEvent = { event: m.event ?? "message", data: JSON.parse(m.data) };
+          if (m.id !== undefined) e.id = m.id;
+          events.push(e);
+        },
+      });
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
-        buf += chunk;
-        let end: number;
-        while ((end = buf.indexOf("\n\n")) >= 0) {
-          const frame = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          const e: SseEvent = { event: "message", data: undefined };
-          let isEvent = false;
-          for (const line of frame.split("\n")) {
-            if (line.startsWith(":")) continue;
-            const [field, ...rest] = line.split(": ");
-            const value = rest.join(": ");
-            isEvent = true;
-            if (field === "event") e.event = value;
-            else if (field === "id") e.id = value;
-            else if (field === "data") e.data = JSON.parse(value);
-          }
-          if (isEvent) events.push(e);
-        }
+        parser.feed(chunk);
         for (const w of [...waiters]) w();
       });
       res.on("error", () => {});

@@ -34,6 +34,8 @@ export interface ChatView {
   model_id: string | null;
   created_at: string;
   updated_at: string;
+  /** Hidden from the chat list (its owner "deleted" it); a new message brings it back. */
+  archived: boolean;
   last_error?: { message: string; detail?: string };
   /**
    * While the chat's current task keeps failing (the model, an agent): how many attempts failed
@@ -52,6 +54,7 @@ export function chatView(c: Chat): ChatView {
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
     retrying: retryingOf(c),
+    archived: c.archived,
   };
   if (c.lastError) v.last_error = c.lastError;
   return v;

@@ -8,14 +8,22 @@ describe("titleOf", () => {
     expect(titleOf(" \n ")).toBe("");
   });
 
-  it("cuts a long line at a word near 80 characters, or at 80 when the words are long", () => {
+  it("leaves out a leading Markdown heading, quote or list marker", () => {
+    expect(titleOf("## Fix the build")).toBe("Fix the build");
+    expect(titleOf("> why does it fail?")).toBe("why does it fail?");
+    expect(titleOf("- run the tests")).toBe("run the tests");
+    expect(titleOf("#")).toBe("#");
+    expect(titleOf("$ ls -la")).toBe("$ ls -la");
+  });
+
+  it("cuts a long line at a word near 50 characters, or at 50 when the words are long", () => {
     const long = `${"word ".repeat(30)}end`;
     const t = titleOf(long);
     expect(t.endsWith("…")).toBe(true);
-    expect(t.length).toBeLessThanOrEqual(81);
+    expect(t.length).toBeLessThanOrEqual(51);
     expect(long.startsWith(t.slice(0, -1))).toBe(true);
     expect(t.slice(0, -1).endsWith("word")).toBe(true);
-    expect(titleOf("x".repeat(200))).toBe(`${"x".repeat(80)}…`);
-    expect(titleOf("y".repeat(80))).toBe("y".repeat(80));
+    expect(titleOf("x".repeat(200))).toBe(`${"x".repeat(50)}…`);
+    expect(titleOf("y".repeat(50))).toBe("y".repeat(50));
   });
 });

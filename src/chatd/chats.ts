@@ -24,11 +24,16 @@ export interface Chat {
   updatedAt: Date;
 }
 
-const TITLE_CHARS = 80;
+const TITLE_CHARS = 50;
 
-/** A chat's title from its first message: the first non-empty line, cut at a word near 80 characters. */
+/**
+ * A chat's title from its first message: the first non-empty line without a leading Markdown
+ * marker (`# `, `> `, `- `), cut at a word near 50 characters (short enough for a list and a
+ * browser tab).
+ */
 export function titleOf(text: string): string {
-  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim();
+  const first = (text.split("\n").find((l) => l.trim() !== "") ?? "").trim();
+  const line = first.replace(/^(?:#{1,6}|>|[-*+])\s+/, "").trim() || first;
   if (line.length <= TITLE_CHARS) return line;
   const cut = line.slice(0, TITLE_CHARS);
   const space = cut.lastIndexOf(" ");

@@ -5,6 +5,7 @@ import { runAgent, type AgentCommandOptions } from "./agent.ts";
 import { templatesCommand } from "./templates.ts";
 import { workspacesCommand } from "./workspaces.ts";
 import { runChat } from "./chat.ts";
+import { describeFailure } from "./chat-errors.ts";
 import { runServer, type ServerOptions } from "./server.ts";
 import { defaultDataDir, ServerConfigError } from "./server-state.ts";
 import { parseListen } from "./listen.ts";
@@ -197,18 +198,28 @@ TERM, TZ, TMPDIR): no key, database URL or TETHER_* secret of the server reaches
 
   program
     .command("chat")
-    .description("Send a message, stream the answer and tool activity; Ctrl-C interrupts.")
-    .argument("<message>", "the message")
+    .description(
+      "Send a message and stream the answer and tool activity (Ctrl-C interrupts); without a " +
+        "message, an interactive session on a terminal, or the message read from stdin.",
+    )
+    .argument("[message]", "the message")
     .option("--server <url>", "server URL", "http://127.0.0.1:3000")
     .option("--token <token>", "API token (default: $TETHER_TOKEN, or the saved one)")
     .option("--chat <id>", "continue this chat instead of starting a new one")
     .option("--workspace <name-or-id>", "a new chat's workspace (default: the server's default)")
+    .option("--json", "print the chat's events as JSON lines (for scripts)")
     .action(
       async (
-        message: string,
-        o: { server: string; token?: string; chat?: string; workspace?: string },
+        message: string | undefined,
+        o: { server: string; token?: string; chat?: string; workspace?: string; json?: boolean },
       ) => {
-        await runChat(message, o);
+        try {
+          await runChat(message, o);
+        } catch (err) {
+          // One line that says what went wrong and what to do; no stack trace.
+          process.stderr.write(`tether chat: ${describeFailure(err)}\n`);
+          process.exitCode = 1;
+        }
       },
     );
 

@@ -209,8 +209,9 @@ describe("bin/tether server", () => {
     chat.proc.kill("SIGINT");
     expect(await chat.exit).toBe(0); // it stays for the results, then leaves as the chat waits
     expect(chat.out.stderr).toContain("Interrupting… (Ctrl-C again to exit)");
+    // The output (live, as it came), then how the call ended.
     expect(chat.out.stdout).toMatch(
-      / {2}canceled — Canceled by the user after \d+\.\d s.*\n {2}early\n/,
+      /\n {2}early\n {2}canceled — Canceled by the user after \d+\.\d s/,
     );
     expect(chat.out.stdout).not.toMatch(/^ {2}late$/m);
     expect(sleepRunning(d)).toBe(false);

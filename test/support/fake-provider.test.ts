@@ -1,3 +1,4 @@
+import { createParser } from "eventsource-parser";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, type ModelMessage, streamText, tool } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -53,10 +54,10 @@ async function rawStream(body: Record<string, unknown>): Promise<string[]> {
   expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
   const text = await res.text();
   expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
-  return text
-    .split("\n\n")
-    .filter((l) => l !== "")
-    .map((l) => l.replace(/^data: /, ""));
+  const data: string[] = [];
+  const parser = createParser({ onEvent: (m) => data.push(m.data) });
+  parser.feed(text);
+  return data;
 }
 
 describe("fake OpenAI-compatible provider", () => {

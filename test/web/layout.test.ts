@@ -131,9 +131,10 @@ describe.skipIf(CHROMIUM === undefined)("web UI layout while streaming", () => {
       await page.getByText(`${size}-thought0`).waitFor();
       await conversationShifts(page);
       const card = page.getByTestId("tool-card");
+      // Line 20 or later (the card shows the last 15 lines, and a poll may skip a few).
       await card
         .locator(".output")
-        .filter({ hasText: `${size}-line 20` })
+        .filter({ hasText: new RegExp(`${size}-line (2\\d|3\\d|40)$`) })
         .waitFor();
       // Streaming went on at the end of the page: it followed (the reader was at the end).
       const end = () =>
@@ -163,5 +164,5 @@ describe.skipIf(CHROMIUM === undefined)("web UI layout while streaming", () => {
     await run("desktop");
     await run("phone");
     expect(errors).toEqual([]);
-  }, 90_000);
+  }, 120_000);
 });

@@ -4,6 +4,8 @@
 // header the server asks of cookie-authenticated requests. A 401 means the session is gone
 // (signed out elsewhere, revoked, expired): the listeners show the sign-in page.
 
+import { createParser } from "eventsource-parser";
+
 const CSRF = { "x-tether-csrf": "1" };
 
 const signedOutListeners = new Set<() => void>();
@@ -18,10 +20,22 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Which field is wrong and how ("password: must be at least 8 characters"). */
     readonly detail?: string,
+    /** A throttled request (429): the seconds the server asks to wait (Retry-After). */
+    readonly retryAfterS?: number,
+    /** The error's stable code, where the server gives one. */
+    readonly code?: string,
   ) {
     super(message);
   }
+}
+
+/** Retry-After in seconds (delta-seconds or an HTTP date), if present and sane. */
+function retryAfter(h: string | null): number | undefined {
+  if (h === null) return undefined;
+  const n = /^\d+$/.test(h.trim()) ? Number(h) : (Date.parse(h) - Date.now()) / 1000;
+  return Number.isFinite(n) && n >= 0 ? Math.ceil(n) : undefined;
 }
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -34,25 +48,47 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     ...(body !== undefined && { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  const data: unknown = text === "" ? undefined : JSON.parse(text);
+  let data: unknown;
+  try {
+    data = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    data = undefined; // a proxy's HTML error page: the status says enough
+  }
   if (!res.ok) {
-    const e = (data ?? {}) as { message?: string; detail?: string };
+    const e = (data ?? {}) as { message?: string; detail?: string; code?: string };
     if (res.status === 401) signedOutListeners.forEach((fn) => fn());
-    throw new ApiError(res.status, e.message ?? `HTTP ${res.status}`, e.detail);
+    throw new ApiError(
+      res.status,
+      e.message ?? `The server answered ${res.status}.`,
+      e.detail,
+      retryAfter(res.headers.get("retry-after")),
+      e.code,
+    );
   }
   return data as T;
 }
 
 export type StreamHandler = (event: string, data: unknown, id: string | undefined) => void;
 
+/** The first pause before a reconnect; it doubles up to STREAM_RETRY_MAX_MS. */
+const STREAM_RETRY_MIN_MS = 1000;
+const STREAM_RETRY_MAX_MS = 10_000;
+
 /**
- * Follows a chat's SSE stream and reconnects after a drop from the last committed message it
- * saw (`fetch` rather than EventSource, which retries by itself from the start and cannot say
- * why it failed). Returns the stop function.
+ * Follows a chat's SSE stream (parsed by eventsource-parser) and reconnects after a drop from
+ * the last committed message it saw (`fetch` rather than EventSource, which retries by itself
+ * from the start and cannot say why it failed). An answer that will not change by asking again
+ * (the chat is not there, 4xx) ends it: `onGone` gets the error, and nothing is retried.
+ * Returns the stop function.
  */
-export function followStream(chatId: string, onEvent: StreamHandler): () => void {
+export function followStream(
+  chatId: string,
+  onEvent: StreamHandler,
+  onGone?: (e: ApiError) => void,
+): () => void {
   const abort = new AbortController();
   let afterId: string | undefined;
+  let pause = STREAM_RETRY_MIN_MS;
   const run = async (): Promise<void> => {
     while (!abort.signal.aborted) {
       try {
@@ -61,35 +97,33 @@ export function followStream(chatId: string, onEvent: StreamHandler): () => void
           headers: CSRF,
           signal: abort.signal,
         });
+        if (res.status >= 400 && res.status < 500 && res.status !== 429) {
+          const e = (await res.json().catch(() => ({}))) as { message?: string };
+          if (res.status === 401) signedOutListeners.forEach((fn) => fn());
+          onGone?.(new ApiError(res.status, e.message ?? `The server answered ${res.status}.`));
+          return;
+        }
         if (!res.ok || res.body === null) throw new Error(`stream: HTTP ${res.status}`);
+        const parser = createParser({
+          onEvent: (m) => {
+            const event = m.event ?? "message";
+            const parsed: unknown = JSON.parse(m.data);
+            if (event === "message") afterId = (parsed as { id: string }).id;
+            onEvent(event, parsed, m.id);
+          },
+        });
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = "";
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          buf += value;
-          let end: number;
-          while ((end = buf.indexOf("\n\n")) >= 0) {
-            const block = buf.slice(0, end);
-            buf = buf.slice(end + 2);
-            let event = "message";
-            let id: string | undefined;
-            const data: string[] = [];
-            for (const line of block.split("\n")) {
-              if (line.startsWith("event: ")) event = line.slice(7);
-              else if (line.startsWith("id: ")) id = line.slice(4);
-              else if (line.startsWith("data: ")) data.push(line.slice(6));
-            }
-            if (data.length === 0) continue; // a heartbeat comment
-            const parsed: unknown = JSON.parse(data.join("\n"));
-            if (event === "message") afterId = (parsed as { id: string }).id;
-            onEvent(event, parsed, id);
-          }
+          parser.feed(value);
+          pause = STREAM_RETRY_MIN_MS; // it works again
         }
       } catch {
         // dropped or refused: retry below unless stopped
       }
-      if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 1000));
+      if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, pause));
+      pause = Math.min(pause * 2, STREAM_RETRY_MAX_MS);
     }
   };
   void run();

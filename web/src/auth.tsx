@@ -1,18 +1,29 @@
-import { useState, type FormEvent } from "react";
-import { api } from "./api.ts";
-import { useApi } from "./widgets.tsx";
+import { useCallback, useState, type FormEvent } from "react";
+import { api, ApiError } from "./api.ts";
+import { ErrorNote, useApi, useDocumentTitle, useInterval } from "./widgets.tsx";
 import type { User } from "./types.ts";
 
-/** Setup (the first user) while no user exists, else sign-in. */
+/**
+ * Setup (the first user) while no user exists, else sign-in. The server's detail shows with its
+ * message ("password: must be at least 8 characters"); a throttled sign-in counts down its
+ * Retry-After and the button waits for it.
+ */
 export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
   // Undefined until the server says; a server that cannot say gets the sign-in form.
   const status = useApi<{ first_user_needed: boolean }>("/setup");
   const setup = status.data?.first_user_needed ?? (status.error !== undefined ? false : undefined);
+  useDocumentTitle(setup ? "Set up" : "Sign in");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [name, setName] = useState("");
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  /** A throttled sign-in may be tried again from then on (ms since the epoch). */
+  const [until, setUntil] = useState<number>();
+  const [now, setNow] = useState(() => Date.now());
+  const tick = useCallback(() => setNow(Date.now()), []);
+  useInterval(tick, until !== undefined ? 1000 : undefined);
+  const wait = until === undefined ? 0 : Math.max(0, Math.ceil((until - now) / 1000));
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -25,7 +36,11 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
       await api("POST", "/auth/login", { email, password });
       onSignedIn(await api<User>("GET", "/me"));
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(err);
+      if (err instanceof ApiError && err.retryAfterS !== undefined) {
+        setNow(Date.now());
+        setUntil(Date.now() + err.retryAfterS * 1000);
+      }
       setBusy(false);
     }
   };
@@ -67,12 +82,13 @@ export function AuthPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
             autoComplete={setup ? "new-password" : "current-password"}
           />
         </label>
-        {error && (
-          <p className="error" role="alert">
-            {error}
+        <ErrorNote error={error} />
+        {wait > 0 && (
+          <p className="muted" data-testid="retry-after">
+            You can try again in {wait} s.
           </p>
         )}
-        <button type="submit" disabled={busy}>
+        <button type="submit" disabled={busy || wait > 0}>
           {setup ? "Create owner" : "Sign in"}
         </button>
       </form>

@@ -8,7 +8,7 @@ import type { ModelView } from "../../src/api/views.ts";
 import { api } from "./api.ts";
 import type { Chat } from "./types.ts";
 import { navigate } from "./router.ts";
-import { useApi } from "./widgets.tsx";
+import { ErrorNote, useApi } from "./widgets.tsx";
 import { statusText, type AnyWorkspace, type Template } from "./workspace-types.ts";
 
 /** The workspace choice that makes a new one from a template. */
@@ -25,7 +25,7 @@ export function NewChat() {
   const [modelId, setModelId] = useState("");
   const [workspaceId, setWorkspaceId] = useState("");
   const [text, setText] = useState("");
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
 
   const create = async (e?: FormEvent) => {
@@ -51,7 +51,7 @@ export function NewChat() {
       });
       navigate(`/chats/${chat.id}`);
     } catch (err) {
-      setError((err as Error).message);
+      setError(err);
       setBusy(false);
     }
   };
@@ -132,11 +132,7 @@ export function NewChat() {
             autoFocus
           />
         </label>
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote error={error} prefix="The chat was not started" />
         <div>
           <button type="submit" disabled={busy || text.trim() === ""}>
             Start chat

@@ -6,6 +6,7 @@
 import { useState } from "react";
 import type { ProcessInfo, ProcessOutputResponse } from "../../src/contract/types.ts";
 import { api } from "./api.ts";
+import { TerminalOutput } from "./lines.tsx";
 import { ErrorNote, useAction, useApi, useInterval, When } from "./widgets.tsx";
 
 /** How often a running process's output, and the process list, are read again. */
@@ -95,16 +96,20 @@ function ProcessRow({
       </div>
       <ErrorNote error={action.error} />
       {open && (
-        <pre className="output" data-testid="process-output">
-          {out === undefined ? "…" : out.output || "(no output)"}
-        </pre>
+        <div data-testid="process-output">
+          {out === undefined ? (
+            <pre className="output">…</pre>
+          ) : (
+            <TerminalOutput text={out.output} label={p.running ? "Output (live)" : "Output"} />
+          )}
+        </div>
       )}
     </li>
   );
 }
 
 /**
- * The workspace panel. `refresh` changes whenever the chat's state may have changed its
+ * The workspace panel (beside the chat, or its own tab on a phone). `refresh` changes whenever the chat's state may have changed its
  * processes (a status event, a tool call starting); while the chat is `busy` or any of its
  * processes runs, the list is read again every two seconds as well (a start reported by the
  * stream may reach the agent after the list that followed it).
@@ -121,13 +126,12 @@ export function ProcessPanel({
   // In the server's order: running ones first, then the newest.
   const list = useApi<{ processes: ProcessInfo[] }>(`/chats/${chatId}/processes`, refresh);
   const processes = list.data?.processes;
-  const [open] = useState(() => window.matchMedia("(min-width: 900px)").matches);
   const poll = busy || (processes?.some((p) => p.running) ?? false);
   useInterval(list.reload, poll ? POLL_MS * 2 : undefined);
 
   return (
     <aside className="panel" aria-label="Workspace">
-      <details open={open}>
+      <details open>
         <summary>
           Processes
           {processes !== undefined && ` (${processes.filter((p) => p.running).length} running)`}

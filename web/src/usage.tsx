@@ -32,51 +32,30 @@ interface Group {
 }
 
 /**
- * Horizontal stacked bars: model runtime vs tool runtime per group, each bar followed by its
- * billed time and cost. Plain SVG.
+ * Horizontal stacked bars: model runtime vs tool runtime per group, each bar with its label and
+ * its billed time and cost. HTML, not a scaled SVG, so the labels keep the page's text size on a
+ * phone (where each label goes above its bar).
  */
 function Bars({ rows, title }: { rows: Group[]; title: string }) {
   const max = Math.max(1, ...rows.map((r) => r.u.runtime_ms));
-  const rowH = 28;
-  const labelW = 140;
-  const figuresW = 130;
-  const width = 600;
-  const scale = (ms: number) => ((width - labelW - figuresW - 10) * ms) / max;
+  const pct = (ms: number) => `${(100 * ms) / max}%`;
   return (
-    <figure>
+    <figure className="bars" aria-label={title}>
       <figcaption>{title}</figcaption>
-      <svg
-        viewBox={`0 0 ${width} ${rows.length * rowH + 4}`}
-        width="100%"
-        role="img"
-        aria-label={title}
-      >
-        {rows.map((r, i) => (
-          <g key={r.key} transform={`translate(0 ${i * rowH})`}>
-            <text x={0} y={18} fontSize={12}>
-              {r.label.length > 20 ? r.label.slice(0, 19) + "…" : r.label}
-            </text>
-            <rect
-              x={labelW}
-              y={4}
-              height={18}
-              width={scale(r.u.model_runtime_ms)}
-              className="bar-model"
-            />
-            <rect
-              x={labelW + scale(r.u.model_runtime_ms)}
-              y={4}
-              height={18}
-              width={scale(r.u.tool_runtime_ms)}
-              className="bar-tool"
-            />
-            <text x={labelW + scale(r.u.runtime_ms) + 6} y={18} fontSize={12}>
-              {`${seconds(r.u.runtime_ms)} · ${usd(r.u.cost_micros)}`}
-            </text>
-            <title>{`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${usd(r.u.cost_micros)}`}</title>
-          </g>
-        ))}
-      </svg>
+      {rows.map((r) => (
+        <div
+          key={r.key}
+          className="bar-row"
+          title={`${r.label}: model ${seconds(r.u.model_runtime_ms)}, tools ${seconds(r.u.tool_runtime_ms)}, ${usd(r.u.cost_micros)}`}
+        >
+          <span className="bar-label">{r.label}</span>
+          <span className="bar-track">
+            <span className="bar-model" style={{ width: pct(r.u.model_runtime_ms) }} />
+            <span className="bar-tool" style={{ width: pct(r.u.tool_runtime_ms) }} />
+          </span>
+          <span className="bar-figures">{`${seconds(r.u.runtime_ms)} · ${usd(r.u.cost_micros)}`}</span>
+        </div>
+      ))}
       <p className="legend">
         <span className="swatch bar-model" /> model runtime <span className="swatch bar-tool" />{" "}
         tool runtime

@@ -81,7 +81,10 @@ export function useAction(): {
   return { run, busy, error, clearError: useCallback(() => setError(undefined), []) };
 }
 
-/** The server's message and, when it gave one, its detail (which names the bad field). */
+/**
+ * The server's message and, when it gave one, its detail (which names the bad field: "password:
+ * must be at least 8 characters") and, for a throttled request, when to try again.
+ */
 export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }) {
   if (error === undefined) return null;
   const notThere = error instanceof ApiError && error.status === 404 && prefix === undefined;
@@ -92,13 +95,27 @@ export function ErrorNote({ error, prefix }: { error: unknown; prefix?: string }
       : typeof error === "string"
         ? error
         : "Something went wrong.";
+  const api = error instanceof ApiError && !notThere ? error : undefined;
+  // The throttle's detail may say the wait already ("Retry after 60 s.").
+  const wait =
+    api?.retryAfterS !== undefined && !/retry after/i.test(api.detail ?? "")
+      ? ` Try again in ${duration(api.retryAfterS * 1000)}.`
+      : "";
   return (
     <p className="error" role="alert">
       {prefix && `${prefix}: `}
       <strong>{message}</strong>
-      {error instanceof ApiError && error.detail && !notThere && <> {error.detail}</>}
+      {api?.detail && <> {api.detail}</>}
+      {wait}
     </p>
   );
+}
+
+/** The browser tab's title while the component is shown: "<title> · Tether". */
+export function useDocumentTitle(title: string | undefined): void {
+  useEffect(() => {
+    document.title = title ? `${title} · Tether` : "Tether";
+  }, [title]);
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type CancelToolCallResponse,
   type ToolCallProcess,
 } from "../../contract/index.ts";
+import { plainOutput } from "./ansi.ts";
 import { resending, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
 import { TOOL_INPUTS, TOOL_NAMES, isToolName } from "./declarations.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
@@ -170,7 +171,7 @@ function executeResult(
   const done: ExecuteCompleted = {
     status: "completed",
     exit_code: process.exit_code ?? -1,
-    output: process.output,
+    output: plainOutput(process.output),
     wall_duration_ms: process.run_age_ms,
   };
   if (process.truncated) done.truncated = process.truncated;

@@ -18,6 +18,7 @@ import {
   type Handled,
   type ToolContext,
 } from "./context.ts";
+import { PLAIN_OUTPUT_ENV, plainOutput } from "./ansi.ts";
 import type { ToolInput } from "./declarations.ts";
 import { formatDuration } from "./duration.ts";
 import {
@@ -51,7 +52,7 @@ export async function runExecute(
   timeoutMs: number,
 ): Promise<Handled<ExecuteResult>> {
   const uuid = uuidOf(ctx, toolCallId);
-  const request: StartProcessRequest = { command: input.command };
+  const request: StartProcessRequest = { command: input.command, env: { ...PLAIN_OUTPUT_ENV } };
   if (input.workdir !== undefined) request.workdir = input.workdir;
   if (input.run_in_background === true) request.background = true;
 
@@ -235,7 +236,7 @@ function completed(out: ProcessOutputResponse): ProcessCompleted {
   const r: ProcessCompleted = {
     status: "completed",
     exit_code: out.exit_code ?? -1,
-    output: out.output,
+    output: plainOutput(out.output),
   };
   if (out.truncated) r.truncated = out.truncated;
   return r;

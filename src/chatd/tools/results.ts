@@ -3,6 +3,7 @@
 // a `note` saying what the model can do next; an `unknown` result always says why and how to check.
 
 import type { ProcessInfo, ProcessTruncation } from "../../contract/index.ts";
+import { plainOutput } from "./ansi.ts";
 
 /** Why the outcome of a side effect is not known. */
 export type UnknownReason =
@@ -186,7 +187,7 @@ export function timedOutResult(
   const r: TimedOutResult = {
     status: "timed_out",
     process_id: processId,
-    output: output.output,
+    output: plainOutput(output.output),
     note:
       `${why} Read its output with process_output using process ID ${processId}, or ` +
       "stop it with process_signal.",
@@ -212,7 +213,7 @@ export function canceledResult(
 ): CanceledResult {
   const r: CanceledResult = {
     status: "canceled",
-    output: output.output,
+    output: plainOutput(output.output),
     run_age_ms: Math.floor(runAgeMs),
     note:
       `Canceled by the user after ${(Math.max(0, runAgeMs) / 1000).toFixed(1)} s: the command ` +

@@ -188,3 +188,34 @@ export async function interrupt(db: Database, chatId: string): Promise<Chat["sta
     return l.chat.status === "running" ? "interrupting" : l.chat.status;
   });
 }
+
+/** What a chat's owner may change about the chat itself (not its history). */
+export interface ChatPatch {
+  title?: string;
+  archived?: boolean;
+}
+
+/** Why a chat patch was refused. */
+export class ChatBusyError extends Error {
+  override readonly name = "ChatBusyError";
+  constructor(readonly chatId: string) {
+    super("The chat is running; interrupt it before archiving it.");
+  }
+}
+
+/**
+ * Renames or (un)archives a chat. Only an idle chat is archived: an archived chat is never
+ * acquired by a worker, so a busy one would stay `running` with nobody driving it (a new
+ * message unarchives it again, in startTurn).
+ */
+export async function updateChat(db: Database, chatId: string, patch: ChatPatch): Promise<Chat> {
+  await transition(db, chatId, async (l) => {
+    if (patch.archived === true && !l.chat.archived && !isIdle(l.chat))
+      throw new ChatBusyError(chatId);
+    if (patch.title !== undefined)
+      await l.tx.query("UPDATE chats SET title = $2 WHERE id = $1", [chatId, patch.title]);
+    if (patch.archived !== undefined)
+      await l.tx.query("UPDATE chats SET archived = $2 WHERE id = $1", [chatId, patch.archived]);
+  });
+  return (await loadChat(db, chatId))!;
+}

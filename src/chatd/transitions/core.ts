@@ -184,5 +184,7 @@ export async function startTurn(l: Locked, input: UserInput): Promise<ChatMessag
     "UPDATE chats SET status = 'running', last_error = NULL, retry_state = NULL WHERE id = $1",
     [l.chat.id],
   );
+  // A chat that runs again is not archived (no worker acquires an archived chat).
+  await l.tx.query("UPDATE chats SET archived = false WHERE id = $1 AND archived", [l.chat.id]);
   return m!;
 }

@@ -1,0 +1,172 @@
+// A turn printed for people: the answer's text as it streams (stdout), each tool call as one
+// line (`▶ $ command`), a running command's output live and indented, then how the call ended
+// (`exit 0`, `exit 1 (failed)`, `canceled — …`); notices and the spinner on stderr. Output that
+// goes to a pipe loses its escape sequences.
+
+import { stripVTControlCharacters } from "node:util";
+import type { ApiMessage, Retrying } from "./chat-client.ts";
+import type { ChatEvent } from "./chat-stream.ts";
+import { Screen } from "./chat-spinner.ts";
+import type { ChatOutput } from "./chat-turn.ts";
+
+/** Lines of a diff printed under an edit (the web UI shows it whole). */
+const DIFF_LINES = 40;
+
+/** One line for a tool call as the model made it. */
+export function describeCall(name: string, args: unknown): string {
+  const a = (args ?? {}) as Record<string, unknown>;
+  if (name === "execute") return `$ ${String(a.command)}${a.run_in_background ? " &" : ""}`;
+  if (typeof a.path === "string") return `${name} ${a.path}`;
+  if (name === "edit_files" && Array.isArray(a.files))
+    return `${name} ${(a.files as { path?: unknown }[]).map((f) => String(f.path)).join(", ")}`;
+  return name;
+}
+
+/** How a tool call ended, in one line: the exit code of a command, else its status and note. */
+export function describeResult(result: unknown): string {
+  const r = (result ?? {}) as Record<string, unknown>;
+  const status = typeof r.status === "string" ? r.status : "?";
+  if (status === "completed" && typeof r.exit_code === "number") {
+    if (r.exit_code === 0) return "exit 0";
+    if (r.exit_code === -1) return "ended by a signal (failed)";
+    return `exit ${r.exit_code} (failed)`;
+  }
+  if (status === "completed" && r.kind === "file")
+    return `read ${String(r.lines_read)} of ${String(r.total_lines)} lines`;
+  if (status === "completed" && r.kind === "directory" && Array.isArray(r.entries))
+    return `${r.entries.length} entries`;
+  const why = [r.note, r.message, r.error].find((x): x is string => typeof x === "string");
+  const label = status === "error" || status === "failed" ? "failed" : status;
+  return why ? `${label} — ${why}` : label;
+}
+
+export class HumanOutput implements ChatOutput {
+  readonly #screen: Screen;
+  /** Streamed text of the assistant message in progress is on the screen. */
+  #streamed = false;
+  /** What each running command's output showed live (its result prints only the rest). */
+  readonly #shown = new Map<string, string>();
+  /** Command output printed last ended its line (the next output line gets its indent). */
+  #outputAtLineStart = true;
+  #lastAttempt = 0;
+
+  constructor(screen = new Screen()) {
+    this.#screen = screen;
+  }
+
+  notice(text: string): void {
+    this.#screen.write("err", `${text}\n`);
+  }
+
+  /** The spinner's label while the chat works (nothing once the turn ends). */
+  busy(label: string | undefined): void {
+    this.#screen.busy(label);
+  }
+
+  event(e: ChatEvent): void {
+    switch (e.event) {
+      case "part":
+        return this.#part((e.data as { part: { type: string; text?: string } }).part);
+      case "message":
+        return this.#message(e.data as ApiMessage);
+      case "status":
+        return this.#status(e.data as { status: string; retrying?: Retrying | null });
+      case "error":
+        this.#screen.newline();
+        return this.notice(`error: ${String((e.data as { message?: unknown }).message)}`);
+    }
+  }
+
+  output(toolCallId: string, text: string): void {
+    this.#shown.set(toolCallId, (this.#shown.get(toolCallId) ?? "") + text);
+    this.#indented(text);
+  }
+
+  #part(part: { type: string; text?: string; tool_name?: string }): void {
+    switch (part.type) {
+      case "text-delta":
+        if (part.text) {
+          this.#screen.write("out", part.text);
+          this.#streamed = true;
+        }
+        return;
+      case "reasoning-delta":
+        return this.#screen.busy("thinking…");
+      case "tool-started":
+        return this.#screen.busy(`running ${part.tool_name ?? "a tool"}…`);
+      case "tool-finished":
+        return this.#screen.busy("working…");
+    }
+  }
+
+  #message(m: ApiMessage): void {
+    if (m.role === "assistant") {
+      if (this.#streamed) this.#screen.newline();
+      else {
+        const t = m.parts
+          .filter((p) => p.type === "text")
+          .map((p) => p.text)
+          .join("");
+        if (t) this.#screen.write("out", t.endsWith("\n") ? t : `${t}\n`);
+      }
+      this.#streamed = false;
+      for (const p of m.parts)
+        if (p.type === "tool-call")
+          this.#screen.write("out", `▶ ${describeCall(p.tool_name ?? "?", p.args)}\n`);
+      this.#screen.busy("working…");
+    } else if (m.role === "tool") {
+      for (const p of m.parts) if (p.type === "tool-result") this.#result(p);
+    }
+  }
+
+  #result(p: ApiMessage["parts"][number]): void {
+    const r = (p.result ?? {}) as Record<string, unknown>;
+    const id = p.tool_call_id ?? "";
+    // Partial output too: a canceled or timed-out command shows what it printed.
+    if (typeof r.output === "string") {
+      const shown = this.#shown.get(id) ?? "";
+      const plainShown = stripVTControlCharacters(shown);
+      const rest = r.output.startsWith(plainShown) ? r.output.slice(plainShown.length) : r.output;
+      this.#indented(rest);
+    }
+    if (!this.#outputAtLineStart) this.#indented("\n");
+    this.#screen.write("out", `  ${describeResult(r)}\n`);
+    const diffs = Array.isArray(r.files) ? (r.files as { diff?: unknown }[]) : [];
+    for (const f of diffs)
+      if (typeof f.diff === "string") {
+        const lines = f.diff.trimEnd().split("\n");
+        const cut = lines.length > DIFF_LINES;
+        this.#indented(`${lines.slice(0, DIFF_LINES).join("\n")}\n`);
+        if (cut) this.#indented(`… ${lines.length - DIFF_LINES} more lines\n`);
+      }
+  }
+
+  #status(s: { status: string; retrying?: Retrying | null }): void {
+    if (s.retrying) {
+      const label = `retrying: ${s.retrying.last_error} (attempt ${s.retrying.attempt})`;
+      if (s.retrying.attempt !== this.#lastAttempt) {
+        this.#lastAttempt = s.retrying.attempt;
+        this.#screen.newline();
+        this.notice(label);
+      }
+      return this.#screen.busy(label);
+    }
+    if (s.status === "running") return this.#screen.busy("thinking…");
+    if (s.status === "interrupting") return this.#screen.busy("interrupting…");
+    this.#screen.newline();
+    this.#screen.busy(undefined);
+  }
+
+  /** Command output, each line indented two spaces; plain text unless stdout is a terminal. */
+  #indented(text: string): void {
+    if (text === "") return;
+    const t = this.#screen.stdoutIsTerminal ? text : stripVTControlCharacters(text);
+    let s = "";
+    for (const ch of t.split(/(?<=\n)/)) {
+      if (this.#outputAtLineStart) s += "  ";
+      s += ch;
+      this.#outputAtLineStart = ch.endsWith("\n");
+    }
+    this.#screen.write("out", s);
+  }
+}
