@@ -8,3 +8,4 @@ export * from "./types.ts";
 export * from "./client.ts";
 export * from "./transport.ts";
 export * from "./assert.ts";
+export * from "./address-policy.ts";
