@@ -3,13 +3,36 @@
 // of the same workspace share keep-alive connections and the same request observer. A changed
 // URL or token (PATCH) is a new key and so a new client; the old one stays until close, since
 // a tool call may still be using it.
+//
+// Who chose the URL decides where the client may connect (`workspaces.url_checked_as`): for a
+// URL a member registered or last changed, every new connection is checked against the member
+// address policy (public addresses only by default) at the moment it resolves, so a name that
+// resolved to a public address at registration and to a private one now (DNS rebinding) is
+// refused; a URL an admin or the server itself set may reach any address.
 
-import { AgentClient, type AgentRequestRecord } from "../contract/index.ts";
+import { AgentClient, isPublicAddress, type AddressPolicy } from "../contract/index.ts";
+import type { AgentRequestRecord } from "../contract/index.ts";
 import type { Queryable } from "./db/index.ts";
+
+/** Who a workspace's agent URL was checked as (column `workspaces.url_checked_as`). */
+export type UrlCheckedAs = "member" | "admin" | null;
 
 export interface AgentPoolOptions {
   /** Told about every request of every client (metrics, logs); see AgentClientOptions. */
   onRequest?: (r: AgentRequestRecord) => void;
+  /**
+   * The addresses an agent URL a member set may connect to; public addresses only
+   * (isPublicAddress) by default.
+   */
+  memberAgentAddresses?: AddressPolicy;
+}
+
+/** The policy a client of a URL checked as `checkedAs` connects under; undefined: any address. */
+export function agentAddressPolicy(
+  checkedAs: UrlCheckedAs,
+  memberAgentAddresses: AddressPolicy = isPublicAddress,
+): AddressPolicy | undefined {
+  return checkedAs === "member" ? memberAgentAddresses : undefined;
 }
 
 /** The workspace's agent URL is one the client cannot speak to (only http and https are). */
@@ -23,7 +46,7 @@ export class UnsupportedAgentUrlError extends Error {
 export class AgentPool {
   readonly #db: Queryable;
   readonly #o: AgentPoolOptions;
-  /** Keyed by `agent_url agent_token`: two workspaces on one agent share its client. */
+  /** Keyed by `agent_url agent_token checked-as`: two workspaces on one agent share its client. */
   readonly #clients = new Map<string, AgentClient>();
 
   constructor(db: Queryable, o: AgentPoolOptions = {}) {
@@ -36,20 +59,26 @@ export class AgentPool {
    * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
-    const r = await this.#db.query<{ agent_url: string; agent_token: string | null }>(
-      "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
-      [workspaceId],
-    );
+    const r = await this.#db.query<{
+      agent_url: string;
+      agent_token: string | null;
+      url_checked_as: UrlCheckedAs;
+    }>("SELECT agent_url, agent_token, url_checked_as FROM workspaces WHERE id = $1", [
+      workspaceId,
+    ]);
     const w = r.rows[0];
     if (!w) return undefined;
-    const key = `${w.agent_url} ${w.agent_token ?? ""}`;
+    const checkedAs = w.url_checked_as ?? null;
+    const key = `${w.agent_url} ${w.agent_token ?? ""} ${checkedAs ?? ""}`;
     let client = this.#clients.get(key);
     if (!client) {
       if (!URL.canParse(w.agent_url) || !/^https?:$/.test(new URL(w.agent_url).protocol))
         throw new UnsupportedAgentUrlError(workspaceId);
+      const allowAddress = agentAddressPolicy(checkedAs, this.#o.memberAgentAddresses);
       client = new AgentClient({
         baseUrl: w.agent_url,
         ...(w.agent_token && { token: w.agent_token }),
+        ...(allowAddress && { allowAddress }),
         ...(this.#o.onRequest && { onRequest: this.#o.onRequest }),
       });
       this.#clients.set(key, client);
