@@ -15,7 +15,9 @@ describeDatabases("accounts", (db) => {
   let now = 1_000_000;
   beforeEach(async () => {
     now = 1_000_000;
+    // Members register agents on loopback here; the address rule is agent-urls.test.ts's.
     api = await startTestApi(db(), {
+      memberAgentAddresses: () => true,
       loginThrottle: { maxFailures: 3, baseDelayMs: 2_000, maxDelayMs: 60_000, now: () => now },
       healthTimeoutMs: 1_000,
       trustProxy: true,
@@ -441,7 +443,7 @@ describeDatabases("workspaces: ownership, sharing and health", (db) => {
   let api: TestApi;
   let agent: TestAgent;
   beforeEach(async () => {
-    api = await startTestApi(db(), { healthTimeoutMs: 1_000 });
+    api = await startTestApi(db(), { healthTimeoutMs: 1_000, memberAgentAddresses: () => true });
     agent = await startTestAgent({ token: AGENT_TOKEN });
   });
   afterEach(async () => {

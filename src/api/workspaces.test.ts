@@ -10,7 +10,8 @@ import type { WorkspaceHealth, WorkspaceView } from "./views.ts";
 describeDatabases("workspaces", (db) => {
   let api: TestApi;
   beforeEach(async () => {
-    api = await startTestApi(db());
+    // Members register agents on loopback here; the address rule is agent-urls.test.ts's.
+    api = await startTestApi(db(), { memberAgentAddresses: () => true });
   });
   afterEach(async () => {
     await api.app.close();
@@ -186,6 +187,7 @@ describeDatabases("workspace health cache", (db) => {
       healthTimeoutMs: HEALTH_TIMEOUT_MS,
       healthTtlMs: HEALTH_TTL_MS,
       healthClock: clock,
+      memberAgentAddresses: () => true,
     });
   });
   afterEach(async () => {
