@@ -7,6 +7,7 @@ import { defineConfig } from "vitest/config";
 // A new test file lands in e2e unless it is listed in unit or db.
 const UNIT = [
   "src/contract/**/*.test.ts",
+  "src/chatd/agent-failure-text.test.ts",
   "src/metrics/**/*.test.ts",
   "src/model/**/*.test.ts",
   "src/cli/log.test.ts",
@@ -14,6 +15,7 @@ const UNIT = [
   "src/agent/toolcalls/**/*.test.ts",
   "src/agent/processes/output.test.ts",
   "src/api/web.test.ts",
+  "src/chatd/audit-tool-calls.test.ts",
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
   "src/chatd/db/values.test.ts",
@@ -26,6 +28,7 @@ const UNIT = [
 ];
 const DB = [
   "src/chatd/db/**/*.test.ts",
+  "src/api/audit-gaps.test.ts",
   "src/api/auth.test.ts",
   "src/api/chats.test.ts",
   "src/api/error-codes.test.ts",

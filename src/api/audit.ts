@@ -31,10 +31,13 @@ export type AuditAction =
   | "workspace.update"
   | "workspace.delete"
   | "chat.create"
+  | "chat.message"
+  | "chat.staff_read"
   | "chat.interrupt"
   | "chat.edit"
   | "chat.unqueue"
-  | "process.signal";
+  | "process.signal"
+  | "tool.call";
 
 export interface AuditEntry {
   userId: string | null;

@@ -143,9 +143,8 @@ export function processRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   // The chat's processes, running first, then newest first (the agent's order and limit).
   app.get("/api/v1/chats/:id/processes", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, user, id));
+    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, request, id));
     try {
       const { processes } = await client.listProcesses({ chatId }, bound());
       return { processes: processes.map(processView) };
@@ -156,9 +155,8 @@ export function processRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   // The output so far, without waiting: the panel polls while `running`.
   app.get("/api/v1/chats/:id/processes/:process_id/output", async (request) => {
-    const { user } = caller(request);
     const { id, process_id } = parse(ProcessParams, request.params, "path");
-    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, user, id));
+    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, request, id));
     try {
       return processOutputView(await client.processOutput(process_id, { chatId }, bound()));
     } catch (err) {
