@@ -155,7 +155,10 @@ export const PUBLIC_ROUTES = new Set([
 const INTERNAL_ROUTE_PREFIX = "/internal/";
 export const REPLICA_SECRET_HEADER = "x-tether-replica-secret";
 
-/** Refreshes `last_used_at` at most this often per token, not on every request. */
+/**
+ * Refreshes `last_used_at` at most this often per token (or a quarter of the session idle time,
+ * if less), not on every request.
+ */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** Constant-time comparison of two secrets of any length. */
@@ -203,7 +206,8 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
   const row = r.rows[0];
   if (!row) throw new ApiError(401, "Invalid API token.", "Log in again or create a new token.");
   const now = (ctx.clock ?? realClock).now();
-  const refusal = tokenRefusal(row, now, ctx.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS);
+  const idleMs = ctx.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+  const refusal = tokenRefusal(row, now, idleMs);
   if (refusal) {
     // An idle session is over for good: it leaves the caller's token list too.
     if (refusal.code === "session_expired")
@@ -211,7 +215,9 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
     throw refusal;
   }
   const lastUsed = row.token_last_used_at?.getTime();
-  if (lastUsed === undefined || lastUsed < now - LAST_USED_RESOLUTION_MS) {
+  // Often enough that a session in use never looks idle, however short the idle time.
+  const resolutionMs = Math.min(LAST_USED_RESOLUTION_MS, idleMs / 4);
+  if (lastUsed === undefined || lastUsed < now - resolutionMs) {
     await ctx.db.query(
       "UPDATE api_tokens SET last_used_at = to_timestamp($2::float8 / 1000) WHERE id = $1",
       [row.token_id, now],

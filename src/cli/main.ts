@@ -97,6 +97,11 @@ export async function main(argv: string[]): Promise<void> {
       "take the client address and https from X-Forwarded-* (only behind a proxy that sets them)",
     )
     .option(
+      "--session-idle-ms <n>",
+      "a browser session unused this long ends (default 7 days)",
+      positiveInt,
+    )
+    .option(
       "--task-timeout-ms <n>",
       "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
       positiveInt,

@@ -52,6 +52,8 @@ export interface ServerOptions {
   log?: boolean;
   /** The least level logged (default info). */
   logLevel?: LogLevel;
+  /** A browser session unused this long ends (ApiOptions.sessionIdleMs; 7 days by default). */
+  sessionIdleMs?: number;
   /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
@@ -165,6 +167,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     replica: { workerId: worker.id, secret },
     agents,
     ...(o.trustProxy && { trustProxy: true }),
+    ...(o.sessionIdleMs !== undefined && { sessionIdleMs: o.sessionIdleMs }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
   const url = await api.listen({ host, port });
