@@ -12,7 +12,7 @@ import { authenticate, authRoutes } from "./auth.ts";
 import { ChatChanges } from "./changes.ts";
 import type { ApiContext, ApiOptions } from "./context.ts";
 import { chatRoutes } from "./chats.ts";
-import { ApiError, handleError } from "./errors.ts";
+import { ApiError, handleError, refuseUnstorableInput } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
@@ -38,10 +38,26 @@ function parseJson(text: string): unknown {
         typeof value === "object" &&
         value !== null &&
         "prototype" in value);
-    if (poisoned) throw new ApiError(400, "The request body must not set an object's prototype.");
+    if (poisoned)
+      throw ApiError.coded("invalid_body", "The request body must not set an object's prototype.");
     return value;
   });
 }
+
+/**
+ * Sent with every answer, the UI's and the API's alike (event streams too): scripts, styles,
+ * images and requests only from this origin (the built UI has no inline script or style), no
+ * framing by any page, no content-type sniffing, no Referer to other sites.
+ */
+export const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
+    "frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
 
 export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -59,19 +75,28 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     ...o,
     changes: new ChatChanges(o.db),
     streams: new Set(),
-    agents: o.agents ?? new AgentPool(o.db, { secrets }),
+    agents:
+      o.agents ??
+      new AgentPool(o.db, {
+        secrets,
+        ...(o.memberAgentAddresses && { memberAgentAddresses: o.memberAgentAddresses }),
+      }),
     secrets,
   };
 
-  // An empty JSON body is no body (a bodiless POST from a client that always sets the type).
-  app.removeContentTypeParser("application/json");
+  // Bodies are JSON only: any other type (text/plain, a form) is a 415, so a cross-site form
+  // cannot even be parsed. An empty JSON body is no body (a bodiless POST from a client that
+  // always sets the type).
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     try {
       done(null, text.trim() === "" ? undefined : parseJson(text));
     } catch (err) {
       done(
-        err instanceof ApiError ? err : new ApiError(400, "The request body is not valid JSON."),
+        err instanceof ApiError
+          ? err
+          : ApiError.coded("invalid_body", "The request body is not valid JSON."),
       );
     }
   });
@@ -79,7 +104,12 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(async (request) => {
     throw new ApiError(404, `No route ${request.method} ${request.url.split("?")[0]}.`);
   });
-  app.addHook("onRequest", async (request) => authenticate(ctx, request));
+  app.addHook("onRequest", async (request, reply) => {
+    void reply.headers(SECURITY_HEADERS);
+    await authenticate(ctx, request);
+  });
+  // Text the database cannot store is refused here, once for every route (errors.ts).
+  app.addHook("preValidation", async (request) => refuseUnstorableInput(request));
   // Every public route is in the OpenAPI document: one without an entry fails at start-up.
   app.addHook("onRoute", (r) => {
     if (!r.url.startsWith("/api/")) return;

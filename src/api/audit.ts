@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import { toStorableText } from "../chatd/storable-text.ts";
 import type { ApiContext } from "./context.ts";
 import { staff } from "./auth.ts";
 import { Int64String, parse } from "./errors.ts";
@@ -13,9 +14,14 @@ import { auditEntryView } from "./views.ts";
 export type AuditAction =
   | "auth.login"
   | "auth.login_failed"
+  | "auth.login_throttled"
   | "auth.logout"
   | "user.create"
   | "user.role"
+  | "user.disable"
+  | "user.enable"
+  | "user.password"
+  | "user.password_failed"
   | "token.create"
   | "token.revoke"
   | "model.create"
@@ -30,11 +36,14 @@ export type AuditAction =
   | "template.update"
   | "template.delete"
   | "chat.create"
+  | "chat.message"
+  | "chat.staff_read"
   | "chat.interrupt"
   | "chat.edit"
   | "chat.unqueue"
   | "chat.update"
-  | "process.signal";
+  | "process.signal"
+  | "tool.call";
 
 export interface AuditEntry {
   userId: string | null;
@@ -43,7 +52,18 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
-/** Records one entry, with the request's client address and user agent. */
+/**
+ * The request's client address, made storable: behind a trusted proxy it is whatever
+ * X-Forwarded-For said, which no parser checked.
+ */
+export function clientAddress(request: FastifyRequest): string {
+  return toStorableText(request.ip.slice(0, 100));
+}
+
+/**
+ * Records one entry, with the request's client address and user agent: headers, so made
+ * storable (a NUL or an unpaired surrogate becomes U+FFFD) rather than failing the insert.
+ */
 export async function audit(q: Queryable, request: FastifyRequest, e: AuditEntry): Promise<void> {
   const agent = request.headers["user-agent"];
   await q.query(
@@ -54,8 +74,8 @@ export async function audit(q: Queryable, request: FastifyRequest, e: AuditEntry
       e.action,
       e.target ?? null,
       JSON.stringify(e.details ?? {}),
-      request.ip,
-      typeof agent === "string" ? agent.slice(0, 500) : null,
+      clientAddress(request),
+      typeof agent === "string" ? toStorableText(agent.slice(0, 500)) : null,
     ],
   );
 }

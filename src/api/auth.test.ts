@@ -167,7 +167,7 @@ describeDatabases("authentication", (db) => {
       payload: "{not json",
     });
     expect(badJson.statusCode).toBe(400);
-    expect(Object.keys(badJson.json<Record<string, unknown>>())).toEqual(["message"]);
+    expect(Object.keys(badJson.json<Record<string, unknown>>())).toEqual(["message", "code"]);
     const tokenId = await api.request("DELETE", "/api/v1/tokens/not-a-uuid", {
       token: api.adminToken,
     });

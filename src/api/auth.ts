@@ -21,8 +21,9 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
-import { audit } from "./audit.ts";
+import { audit, clientAddress } from "./audit.ts";
 import { ApiError, parse } from "./errors.ts";
 import { DEFAULT_THROTTLE, LoginThrottle } from "./throttle.ts";
 import { rowToUser, type User } from "./views.ts";
@@ -83,18 +84,27 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-/** Creates a token for `userId`; the secret is in the answer and nowhere else. */
+/** How long a browser session may go unused before it ends, unless ApiOptions says otherwise. */
+export const DEFAULT_SESSION_IDLE_MS = 7 * 24 * 60 * 60_000;
+
+/**
+ * Creates a token for `userId`; the secret is in the answer and nowhere else. `nowMs` (the
+ * API's clock) is its creation time, from which a session's idle time counts until first used;
+ * `expiresAtMs` ends an API token.
+ */
 export async function issueToken(
   q: Queryable,
   userId: string,
   name: string,
   kind: "api" | "session" = "api",
+  o: { nowMs?: number; expiresAtMs?: number } = {},
 ): Promise<{ id: string; token: string }> {
   const id = randomUUID();
   const token = TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
   await q.query(
-    "INSERT INTO api_tokens (id, user_id, name, token_hash, kind) VALUES ($1, $2, $3, $4, $5)",
-    [id, userId, name, hashToken(token), kind],
+    `INSERT INTO api_tokens (id, user_id, name, token_hash, kind, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, to_timestamp($6::float8 / 1000), to_timestamp($7::float8 / 1000))`,
+    [id, userId, name, hashToken(token), kind, o.nowMs ?? Date.now(), o.expiresAtMs ?? null],
   );
   return { id, token };
 }
@@ -147,8 +157,11 @@ export const PUBLIC_ROUTES = new Set([
 const INTERNAL_ROUTE_PREFIX = "/internal/";
 export { REPLICA_SECRET_HEADER };
 
-/** Refreshes `last_used_at` at most this often per token, not on every request. */
-const LAST_USED_RESOLUTION_S = 60;
+/**
+ * Refreshes `last_used_at` at most this often per token (or a quarter of the session idle time,
+ * if less), not on every request.
+ */
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** Constant-time comparison of two secrets of any length. */
 function sameSecret(a: string, b: string): boolean {
@@ -186,18 +199,69 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
   if (secret === undefined)
     throw new ApiError(401, "Missing API token.", "Send Authorization: Bearer <token>.");
   if (cookie !== undefined) checkCsrf(request);
-  const r = await ctx.db.query<{ token_id: string } & Record<string, unknown>>(
-    `SELECT u.*, t.id AS token_id FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`,
+  const r = await ctx.db.query<TokenRow>(
+    `SELECT u.*, t.id AS token_id, t.kind AS token_kind, t.expires_at AS token_expires_at,
+       t.last_used_at AS token_last_used_at, t.created_at AS token_created_at
+     FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`,
     [hashToken(secret)],
   );
   const row = r.rows[0];
   if (!row) throw new ApiError(401, "Invalid API token.", "Log in again or create a new token.");
-  await ctx.db.query(
-    `UPDATE api_tokens SET last_used_at = now() WHERE id = $1
-     AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))`,
-    [row.token_id, LAST_USED_RESOLUTION_S],
-  );
+  const now = (ctx.clock ?? realClock).now();
+  const idleMs = ctx.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+  const refusal = tokenRefusal(row, now, idleMs);
+  if (refusal) {
+    // An idle session is over for good: it leaves the caller's token list too.
+    if (refusal.code === "session_expired")
+      await ctx.db.query("DELETE FROM api_tokens WHERE id = $1", [row.token_id]);
+    throw refusal;
+  }
+  const lastUsed = row.token_last_used_at?.getTime();
+  // Often enough that a session in use never looks idle, however short the idle time.
+  const resolutionMs = Math.min(LAST_USED_RESOLUTION_MS, idleMs / 4);
+  if (lastUsed === undefined || lastUsed < now - resolutionMs) {
+    await ctx.db.query(
+      "UPDATE api_tokens SET last_used_at = to_timestamp($2::float8 / 1000) WHERE id = $1",
+      [row.token_id, now],
+    );
+  }
   callers.set(request, { user: rowToUser(row), tokenId: row.token_id });
+}
+
+/** A token with its user, as the bearer check reads it. */
+type TokenRow = Record<string, unknown> & {
+  token_id: string;
+  token_kind: "api" | "session";
+  token_expires_at: Date | null;
+  /** When it was last used, to LAST_USED_RESOLUTION_MS; null until its first use. */
+  token_last_used_at: Date | null;
+  token_created_at: Date;
+  disabled_at: Date | null;
+};
+
+/**
+ * Why the token is refused, if it is, in order: its user is disabled (their tokens were deleted then, but
+ * one issued by a racing login is refused here); it expired; it is a session idle too long.
+ */
+function tokenRefusal(row: TokenRow, now: number, sessionIdleMs: number): ApiError | undefined {
+  if (row.disabled_at !== null)
+    return ApiError.coded("user_disabled", "This user is disabled.", "Ask an admin to enable it.");
+  if (row.token_expires_at !== null && row.token_expires_at.getTime() <= now) {
+    return ApiError.coded(
+      "token_expired",
+      "This API token has expired.",
+      "Create a new token (POST /api/v1/tokens).",
+    );
+  }
+  const active = (row.token_last_used_at ?? row.token_created_at).getTime();
+  if (row.token_kind === "session" && active <= now - sessionIdleMs) {
+    return ApiError.coded(
+      "session_expired",
+      "This session has ended: it was not used for too long.",
+      "Log in again.",
+    );
+  }
+  return undefined;
 }
 
 /** The browser session cookie: the login token, never readable by scripts. */
@@ -226,8 +290,8 @@ function checkCsrf(request: FastifyRequest): void {
     origin === undefined ||
     (URL.canParse(origin) && URL.canParse(own) && new URL(origin).host === new URL(own).host);
   if (request.headers[CSRF_HEADER] !== "1" || !sameOrigin) {
-    throw new ApiError(
-      403,
+    throw ApiError.coded(
+      "csrf_rejected",
       "A request authenticated by the session cookie must come from this site.",
       `Send ${CSRF_HEADER}: 1 from the same origin, or use Authorization: Bearer <token>.`,
     );
@@ -262,10 +326,16 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const throttle = new LoginThrottle(ctx.db, { ...DEFAULT_THROTTLE, ...ctx.loginThrottle });
   app.post("/api/v1/auth/login", async (request, reply) => {
     const body = parse(LoginBody, request.body, "body");
-    const keys = [`email:${body.email}`, `ip:${request.ip}`];
+    const keys = [`email:${body.email}`, `ip:${clientAddress(request)}`];
     const wait = await throttle.attempt(keys);
     if (wait > 0) {
       const s = String(Math.ceil(wait / 1000));
+      const known = await ctx.db.query("SELECT id FROM users WHERE email = $1", [body.email]);
+      await audit(ctx.db, request, {
+        userId: (known.rows[0]?.id as string | undefined) ?? null,
+        action: "auth.login_throttled",
+        details: { email: body.email, retry_after_s: Number(s) },
+      });
       throw new ApiError(429, "Too many failed logins; try again later.", `Retry after ${s} s.`, {
         "retry-after": s,
       });
@@ -283,10 +353,20 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
         action: "auth.login_failed",
         details: { email: body.email },
       });
-      throw new ApiError(401, "Wrong email or password.");
+      throw ApiError.coded("invalid_credentials", "Wrong email or password.");
     }
     await throttle.succeed(keys);
-    const { id, token } = await issueToken(ctx.db, row.id as string, "login", "session");
+    if (row.disabled_at !== null) {
+      await audit(ctx.db, request, {
+        userId: row.id as string,
+        action: "auth.login_failed",
+        details: { email: body.email, reason: "user_disabled" },
+      });
+      throw ApiError.coded("user_disabled", "This user is disabled.", "Ask an admin to enable it.");
+    }
+    const { id, token } = await issueToken(ctx.db, row.id as string, "login", "session", {
+      nowMs: (ctx.clock ?? realClock).now(),
+    });
     await audit(ctx.db, request, { userId: row.id as string, action: "auth.login", target: id });
     setSessionCookie(request, reply, token);
     return { token };

@@ -450,6 +450,7 @@ describeDatabases("chats", (db) => {
       expect(r.statusCode).toBe(500);
       expect(r.json()).toEqual({
         message: "Internal server error; the server log has the details.",
+        code: "internal",
       });
       expect(lines.join("")).toContain("chat_queued_messages");
     } finally {

@@ -4,7 +4,7 @@
 // change goes through chatd's transitions (create, sendMessage, interrupt) and records who
 // acted: messages carry created_by, and creation, interrupts and edits go to the audit log.
 
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { rowToChat, type Chat } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
@@ -70,10 +70,32 @@ export async function ownedChat(ctx: ApiContext, user: User, id: string): Promis
   return chat;
 }
 
-/** The chat if `user` may read it: its owner, an admin or an owner; 404 otherwise. */
-export async function readableChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
+/**
+ * The chat if the caller may read it: its owner, an admin or an owner; 404 otherwise. An admin's
+ * or owner's read of another user's chat (the chat, messages, stream, queue, usage, processes or
+ * a process's output) is audited, once per request, as `chat.staff_read` with the route.
+ */
+export async function readableChat(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  id: string,
+): Promise<Chat> {
+  const { user } = caller(request);
   const chat = await loadChat(ctx.db, id);
   if (!chat || (chat.ownerId !== user.id && !isStaff(user))) throw notFound("Chat", id);
+  if (chat.ownerId !== user.id) {
+    const params = request.params as Record<string, string | undefined>;
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.staff_read",
+      target: id,
+      details: {
+        owner_id: chat.ownerId,
+        route: `${request.method} ${request.routeOptions.url ?? ""}`,
+        ...(params.process_id !== undefined && { process_id: params.process_id }),
+      },
+    });
+  }
   return chat;
 }
 
@@ -132,7 +154,11 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
       userId: user.id,
       action: "chat.create",
       target: chat.id,
-      details: { workspace_id: chat.workspaceId, model_id: chat.modelConfigId },
+      details: {
+        workspace_id: chat.workspaceId,
+        model_id: chat.modelConfigId,
+        ...(body.message !== undefined && { message_bytes: Buffer.byteLength(body.message) }),
+      },
     });
     return reply.code(201).send(chatView(chat));
   });
@@ -170,9 +196,8 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.get("/api/v1/chats/:id", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    return chatView(await readableChat(ctx, user, id));
+    return chatView(await readableChat(ctx, request, id));
   });
 
   app.post("/api/v1/chats/:id/messages", async (request, reply) => {
@@ -180,15 +205,27 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(SendBody, request.body, "body");
     await ownedChat(ctx, user, id);
-    const sent = await sendMessage(ctx.db, id, user.id, body.text, body.busy_behavior ?? "queue");
+    const busy = body.busy_behavior ?? "queue";
+    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy);
+    // Who sent how much, and how: never the text.
+    await audit(ctx.db, request, {
+      userId: user.id,
+      action: "chat.message",
+      target: id,
+      details: {
+        bytes: Buffer.byteLength(body.text),
+        busy_behavior: busy,
+        queued: sent.queued,
+        ...(sent.messageId !== undefined && { message_id: sent.messageId }),
+      },
+    });
     return reply.code(202).send(sentView(sent));
   });
 
   app.get("/api/v1/chats/:id/messages", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const { after_id } = parse(AfterQuery, request.query, "query");
-    await readableChat(ctx, user, id);
+    await readableChat(ctx, request, id);
     const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, after_id ?? "0"]);
     return { messages: r.rows.map((row) => messageView(rowToMessage(row))) };
   });
@@ -205,7 +242,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
       userId: user.id,
       action: "chat.edit",
       target: id,
-      details: { message_id, queued: sent.queued },
+      details: { message_id, bytes: Buffer.byteLength(body.text), queued: sent.queued },
     });
     return sentView(sent);
   });
@@ -226,9 +263,8 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   // The messages waiting to run, in the order they will (an edit in waiting first).
   app.get("/api/v1/chats/:id/queue", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    await readableChat(ctx, user, id);
+    await readableChat(ctx, request, id);
     return { messages: (await loadQueue(ctx.db, id)).map(queuedView) };
   });
 

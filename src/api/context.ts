@@ -7,9 +7,10 @@ import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
-import type { Clock } from "../contract/index.ts";
+import type { AddressPolicy, Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
 import type { WorkspaceServices } from "../workspaces/index.ts";
+import type { ResolveHost } from "./agent-url.ts";
 import type { ChatChanges } from "./changes.ts";
 import type { ThrottleOptions } from "./throttle.ts";
 
@@ -54,11 +55,26 @@ export interface ApiOptions {
   healthTtlMs?: number;
   /** The clock that ages health answers (tests move it); real time by default. */
   healthClock?: Clock;
+  /** The clock of token expiry and session idle time (tests move it); real time by default. */
+  clock?: Clock;
+  /**
+   * A browser session (a login's token) not used for this long ends: its next request is a 401
+   * `session_expired`. DEFAULT_SESSION_IDLE_MS (7 days) by default.
+   */
+  sessionIdleMs?: number;
   /**
    * The clients of workspace agents, shared with the worker (one connection pool and request
    * observer per server). Without it the API keeps its own and closes it when it closes.
    */
   agents?: AgentPool;
+  /**
+   * The addresses an agent URL a member registers may have, checked at registration and, by
+   * the AgentPool the API makes when none is given, on every connection; public addresses only
+   * (isPublicAddress) by default. A given `agents` pool needs the same policy.
+   */
+  memberAgentAddresses?: AddressPolicy;
+  /** Resolves an agent URL's host name at registration (tests fake DNS); dns.lookup by default. */
+  resolveHost?: ResolveHost;
   /**
    * Bound on each agent request of the process routes (processes.ts); 10 s by default. The
    * panel polls them, so a hung agent must answer 502 soon rather than hold requests open.

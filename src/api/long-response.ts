@@ -27,7 +27,10 @@ export function openLongResponse(
 ): LongResponse {
   reply.hijack();
   const res: ServerResponse = reply.raw;
-  res.writeHead(200, o.headers);
+  // The headers set on the reply before it was hijacked (the security headers) go out too.
+  const set: Record<string, string> = {};
+  for (const [n, v] of Object.entries(reply.getHeaders())) if (typeof v === "string") set[n] = v;
+  res.writeHead(200, { ...set, ...o.headers });
   res.flushHeaders(); // the reader knows it is connected before the first write
   let closed = false;
   const cleanups: (() => void)[] = [];

@@ -90,8 +90,8 @@ async function clearDefault(tx: Queryable): Promise<void> {
  */
 function refuseDisabledDefault(row: Record<string, unknown>): void {
   if (row.is_default === true && row.enabled !== true) {
-    throw new ApiError(
-      409,
+    throw ApiError.coded(
+      "default_model_disabled",
       "The default model must be enabled.",
       "Make another model the default before disabling this one, or enable it first.",
     );
@@ -158,8 +158,8 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (!row) throw notFound("Model config", id);
       refuseDisabledDefault(row);
       if (row.provider === "openai-compatible" && row.base_url === null) {
-        throw new ApiError(
-          400,
+        throw ApiError.coded(
+          "invalid_body",
           "Invalid request body.",
           "base_url: is required for openai-compatible",
         );

@@ -18,15 +18,15 @@ import {
   QueuedParams,
   SendBody,
 } from "./chats.ts";
-import { IdParams } from "./errors.ts";
+import { API_ERROR_CODES, API_ERRORS, IdParams } from "./errors.ts";
 import { ModelPatch, NewModelBody } from "./models.ts";
 import { ProcessParams, SignalBody } from "./processes.ts";
 import { StreamQuery } from "./stream.ts";
 import { BuildParams, NewTemplateWorkspaceBody } from "./template-workspaces.ts";
 import { NewTemplateBody, TemplatePatch } from "./templates.ts";
-import { NewTokenBody } from "./tokens.ts";
+import { NewTokenBody, UserTokenParams } from "./tokens.ts";
 import { ReportQuery } from "./usage.ts";
-import { FirstUserBody, NewUserBody, UserPatch } from "./users.ts";
+import { FirstUserBody, NewUserBody, PasswordChange, UserPatch } from "./users.ts";
 import { NewWorkspaceBody, WorkspacePatch } from "./workspaces.ts";
 
 interface RouteDoc {
@@ -61,12 +61,33 @@ export const ROUTES: Record<string, RouteDoc> = {
   "POST /api/v1/users": { summary: "Create a user (admin)", status: 201, body: NewUserBody },
   "GET /api/v1/users": { summary: "List users (admin)", status: 200 },
   "PATCH /api/v1/users/:id": {
-    summary: "Change a user's role (admin)",
+    summary:
+      "Change a user's role or disable/enable them (admin; an owner only by an owner). Disabling ends every token and session of theirs at once",
     status: 200,
     params: IdParams,
     body: UserPatch,
   },
-  "POST /api/v1/tokens": { summary: "Create an API token", status: 201, body: NewTokenBody },
+  "POST /api/v1/me/password": {
+    summary:
+      "Change the caller's password; ends their other sessions (this one and API tokens stay)",
+    status: 204,
+    body: PasswordChange,
+  },
+  "GET /api/v1/users/:id/tokens": {
+    summary: "A user's tokens and sessions, never a secret (admin; an owner's only by an owner)",
+    status: 200,
+    params: IdParams,
+  },
+  "DELETE /api/v1/users/:id/tokens/:token_id": {
+    summary: "Revoke a user's token or session (admin; an owner's only by an owner)",
+    status: 204,
+    params: UserTokenParams,
+  },
+  "POST /api/v1/tokens": {
+    summary: "Create an API token, optionally expiring (expires_in_ms or expires_at)",
+    status: 201,
+    body: NewTokenBody,
+  },
   "GET /api/v1/tokens": { summary: "List the caller's tokens", status: 200 },
   "DELETE /api/v1/tokens/:id": { summary: "Revoke a token", status: 204, params: IdParams },
   "POST /api/v1/workspaces": {
@@ -241,16 +262,31 @@ function parameters(where: "path" | "query", s: z.ZodType): JsonSchema[] {
   }));
 }
 
+/** Every error answer: `{message, code, detail?}`, `code` from the catalogue (errors.ts). */
 const ERROR = {
-  description: "`{message, detail?}`",
-  content: {
-    "application/json": {
-      schema: {
-        type: "object",
-        properties: { message: { type: "string" }, detail: { type: "string" } },
-        required: ["message"],
-      },
+  description: "`{message, code, detail?}`: `code` is stable (see the ErrorCode schema)",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+};
+
+const ERROR_SCHEMAS = {
+  Error: {
+    type: "object",
+    properties: {
+      message: { type: "string", description: "A sentence for people; may change." },
+      code: { $ref: "#/components/schemas/ErrorCode" },
+      detail: { type: "string", description: "Which field, or what to do next." },
     },
+    required: ["message", "code"],
+  },
+  ErrorCode: {
+    type: "string",
+    enum: API_ERROR_CODES,
+    description:
+      "Stable: clients branch on the code, never on the message. Each code has one status:\n\n" +
+      API_ERROR_CODES.map(
+        (c) => `- \`${c}\` (${API_ERRORS[c].status}): ${API_ERRORS[c].description}`,
+      ).join("\n"),
+    "x-status": Object.fromEntries(API_ERROR_CODES.map((c) => [c, API_ERRORS[c].status])),
   },
 };
 
@@ -280,6 +316,7 @@ export function openApiDocument(): JsonSchema {
     openapi: "3.1.0",
     info: { title: "Tether", version: "1" },
     components: {
+      schemas: ERROR_SCHEMAS,
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer" },
         session: { type: "apiKey", in: "cookie", name: "tether_session" },

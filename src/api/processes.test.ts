@@ -62,7 +62,13 @@ describeDatabases("chat processes", (db) => {
   beforeEach(async () => {
     logLines = [];
     const log = pino({ level: "trace" }, { write: (l: string) => void logLines.push(l) });
-    api = await startTestApi(db(), { log, agentTimeoutMs: AGENT_TIMEOUT_MS, secrets });
+    // Members register agents on loopback here; the address rule is agent-urls.test.ts's.
+    api = await startTestApi(db(), {
+      log,
+      agentTimeoutMs: AGENT_TIMEOUT_MS,
+      secrets,
+      memberAgentAddresses: () => true,
+    });
     const other = await api.request("POST", "/api/v1/users", {
       token: api.adminToken,
       body: { email: "other@example.com", password: "other password", role: "member" },
@@ -79,7 +85,13 @@ describeDatabases("chat processes", (db) => {
 
   /** Another API on the same database, with its own options, acting as the member. */
   const secondApi = async (o: Partial<ApiOptions>) => {
-    const app = await createApi({ db: db(), buffer: new StreamBuffer(), secrets, ...o });
+    const app = await createApi({
+      db: db(),
+      buffer: new StreamBuffer(),
+      secrets,
+      memberAgentAddresses: () => true,
+      ...o,
+    });
     return {
       async request(method: "GET" | "POST", url: string, body?: object) {
         const res = await app.inject({
@@ -249,7 +261,10 @@ describeDatabases("chat processes", (db) => {
 
     const late = await signal(api.memberToken, chatId, id, "kill");
     expect(late.status).toBe(409);
-    expect(late.body).toEqual({ message: `Process ${id} is not running.` });
+    expect(late.body).toEqual({
+      message: `Process ${id} is not running.`,
+      code: "process_not_running",
+    });
     expect((await signalAudits()).map((a) => (a.details as { signal: string }).signal)).toEqual([
       "terminate",
       "kill",
@@ -422,7 +437,11 @@ describeDatabases("chat processes", (db) => {
   it("a pool the server gives is used (its observer sees the requests) and outlives the API", async () => {
     const agent = await startAgent({ token: AGENT_TOKEN });
     const seen: AgentRequestRecord[] = [];
-    const pool = new AgentPool(db(), { secrets, onRequest: (r) => seen.push(r) });
+    const pool = new AgentPool(db(), {
+      secrets,
+      onRequest: (r) => seen.push(r),
+      memberAgentAddresses: () => true,
+    });
     const shared = await secondApi({ agents: pool });
     try {
       const ws = await workspace(agent.url, AGENT_TOKEN);

@@ -9,7 +9,10 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { UnsupportedAgentUrlError } from "../chatd/agents.ts";
 import type { Chat } from "../chatd/chats.ts";
+import { answerTooLargeText, connectionFailureText } from "../chatd/agent-failure-text.ts";
 import {
+  AgentAddressRefusedError,
+  AgentAnswerTooLargeError,
   AgentConnectionError,
   AgentHttpError,
   AgentTimeoutError,
@@ -51,17 +54,18 @@ const SIGNAL_NAMES: Record<z.output<typeof SignalBody>["signal"], string> = {
 /** The chat's agent and chat context; 409 for a chat without a (still existing) workspace. */
 async function agentOf(ctx: ApiContext, chat: Chat): Promise<[AgentClient, ChatId]> {
   const chatId = parseChatId(chat.id)!;
-  const none = "This chat has no workspace, so it has no processes.";
-  if (!chat.workspaceId) throw new ApiError(409, none);
+  const none = () =>
+    ApiError.coded("no_workspace", "This chat has no workspace, so it has no processes.");
+  if (!chat.workspaceId) throw none();
   try {
     const client = await ctx.agents.forWorkspace(chat.workspaceId);
-    if (!client) throw new ApiError(409, none);
+    if (!client) throw none();
     return [client, chatId];
   } catch (err) {
     if (err instanceof UnsupportedAgentUrlError) {
-      throw new ApiError(
-        502,
-        "The workspace agent is unreachable: its URL is not http, and only http agents are supported. Change the workspace's agent URL.",
+      throw ApiError.coded(
+        "agent_unreachable",
+        "The workspace agent is unreachable: its URL is not http or https. Change the workspace's agent URL.",
       );
     }
     throw err;
@@ -70,30 +74,38 @@ async function agentOf(ctx: ApiContext, chat: Chat): Promise<[AgentClient, ChatI
 
 /**
  * An agent request's failure as an answer. `effect` names the side effect a request that may
- * have reached the agent may or may not have had, so the answer never claims it did not.
+ * have reached the agent may or may not have had, so the answer never claims it did not. The
+ * socket's own error is never passed on (agent-failure-text.ts): the log has it.
  */
 function agentFailure(err: unknown, processId: string | undefined, effect?: string): unknown {
   const unknownEffect = effect
     ? ` ${effect} may or may not have taken effect: read the process's output before trying again.`
     : " Try again.";
+  if (err instanceof AgentAddressRefusedError) {
+    return ApiError.coded(
+      "agent_unreachable",
+      `The workspace agent is unreachable: ${lowerFirst(connectionFailureText(err))}`,
+    );
+  }
   if (err instanceof AgentConnectionError) {
     return err.phase === "connect"
-      ? new ApiError(
-          502,
+      ? ApiError.coded(
+          "agent_unreachable",
           "The workspace agent is unreachable; check that it is running, then try again.",
-          err.message,
         )
-      : new ApiError(
-          502,
+      : ApiError.coded(
+          "agent_unreachable",
           `The workspace agent is unreachable: the connection was lost before it answered.${unknownEffect}`,
-          err.message,
         );
   }
   if (err instanceof AgentTimeoutError) {
-    return new ApiError(
-      502,
+    return ApiError.coded(
+      "agent_unreachable",
       `The workspace agent is unreachable: it did not answer within ${err.timeoutMs} ms.${unknownEffect}`,
     );
+  }
+  if (err instanceof AgentAnswerTooLargeError) {
+    return ApiError.coded("agent_answer_too_large", answerTooLargeText(err));
   }
   if (err instanceof AgentHttpError) {
     if (processId !== undefined && err.status === 404) {
@@ -103,16 +115,16 @@ function agentFailure(err: unknown, processId: string | undefined, effect?: stri
       );
     }
     if (processId !== undefined && err.status === 409) {
-      return new ApiError(409, `Process ${processId} is not running.`);
+      return ApiError.coded("process_not_running", `Process ${processId} is not running.`);
     }
     if (err.status === 401 || err.status === 403) {
-      return new ApiError(
-        502,
+      return ApiError.coded(
+        "agent_error",
         `The workspace agent refused the server's request (${err.status}): check the workspace's agent token.`,
       );
     }
-    return new ApiError(
-      502,
+    return ApiError.coded(
+      "agent_error",
       err.status >= 200 && err.status < 300
         ? "The workspace agent answered with a body that is not JSON."
         : `The workspace agent failed the request (${err.status}).`,
@@ -122,14 +134,17 @@ function agentFailure(err: unknown, processId: string | undefined, effect?: stri
   return err;
 }
 
+function lowerFirst(s: string): string {
+  return s[0]!.toLowerCase() + s.slice(1);
+}
+
 export function processRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const bound = () => ({ timeoutMs: ctx.agentTimeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS });
 
   // The chat's processes, running first, then newest first (the agent's order and limit).
   app.get("/api/v1/chats/:id/processes", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, user, id));
+    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, request, id));
     try {
       const { processes } = await client.listProcesses({ chatId }, bound());
       return { processes: processes.map(processView) };
@@ -140,9 +155,8 @@ export function processRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   // The output so far, without waiting: the panel polls while `running`.
   app.get("/api/v1/chats/:id/processes/:process_id/output", async (request) => {
-    const { user } = caller(request);
     const { id, process_id } = parse(ProcessParams, request.params, "path");
-    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, user, id));
+    const [client, chatId] = await agentOf(ctx, await readableChat(ctx, request, id));
     try {
       return processOutputView(await client.processOutput(process_id, { chatId }, bound()));
     } catch (err) {

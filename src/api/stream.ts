@@ -11,7 +11,6 @@ import { rowToMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
 import { loadChat, retryingOf } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
-import { caller } from "./auth.ts";
 import { readableChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
@@ -34,10 +33,9 @@ function lastEventId(header: string | string[] | undefined): string | undefined 
 
 export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/stream", async (request, reply) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const query = parse(StreamQuery, request.query, "query");
-    const chat = await readableChat(ctx, user, id);
+    const chat = await readableChat(ctx, request, id);
 
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;

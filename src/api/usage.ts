@@ -140,9 +140,8 @@ export const ReportQuery = z
 
 export function usageRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/usage", async (request) => {
-    const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
-    await readableChat(ctx, user, id);
+    await readableChat(ctx, request, id);
     return chatUsage(ctx, id);
   });
 

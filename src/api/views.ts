@@ -3,6 +3,7 @@
 // IDs stay decimal strings and the billing record never reaches a message's parts.
 
 import type { Chat } from "../chatd/chats.ts";
+import { withoutCredentials } from "./agent-url.ts";
 import { retryingOf, type QueuedMessage, type Retrying } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
@@ -13,6 +14,8 @@ export interface User {
   email: string;
   name: string;
   role: "owner" | "admin" | "member";
+  /** A disabled user cannot sign in and has no tokens (PATCH /api/v1/users/{id}). */
+  disabled: boolean;
   created_at: string;
 }
 
@@ -22,6 +25,7 @@ export function rowToUser(r: Record<string, unknown>): User {
     email: r.email as string,
     name: r.name as string,
     role: r.role as User["role"],
+    disabled: r.disabled_at !== null && r.disabled_at !== undefined,
     created_at: (r.created_at as Date).toISOString(),
   };
 }
@@ -112,7 +116,8 @@ export function workspaceView(r: Record<string, unknown>): WorkspaceView {
   return {
     id: r.id as string,
     name: r.name as string,
-    agent_url: (r.agent_url as string | null) ?? null,
+    // Credentials are refused on the way in; any stored before that never leave.
+    agent_url: r.agent_url === null ? null : withoutCredentials(r.agent_url as string),
     owner_id: (r.owner_id as string | null) ?? null,
     is_default: r.is_default as boolean,
     shared: r.shared as boolean,
@@ -190,6 +195,8 @@ export interface TokenView {
   kind: "api" | "session";
   created_at: string;
   last_used_at: string | null;
+  /** When an API token stops working (null: never; a session ends when idle instead). */
+  expires_at: string | null;
   /** The token the request that lists them came with (this browser's session, say). */
   current: boolean;
 }
@@ -201,6 +208,7 @@ export function tokenView(r: Record<string, unknown>, currentTokenId: string): T
     kind: r.kind as TokenView["kind"],
     created_at: (r.created_at as Date).toISOString(),
     last_used_at: (r.last_used_at as Date | null)?.toISOString() ?? null,
+    expires_at: (r.expires_at as Date | null)?.toISOString() ?? null,
     current: r.id === currentTokenId,
   };
 }

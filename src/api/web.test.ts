@@ -68,6 +68,6 @@ describe("the web UI", () => {
   it("an unknown API path is a JSON 404, not the UI", async () => {
     const res = await built.inject({ method: "GET", url: "/api/v1/nothing" });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: expect.any(String) });
+    expect(res.json()).toEqual({ message: expect.any(String), code: "not_found" });
   });
 });

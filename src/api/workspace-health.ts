@@ -3,8 +3,11 @@
 // a stale one is given at once too while a single refresh runs in the background (concurrent
 // reads share it). Only a workspace never checked, or whose agent URL or token changed since,
 // waits for its check (bounded by the timeout). `checked_at` is always when the answered check ran.
+// A check connects under the same address policy as the AgentPool (a member's URL: public
+// addresses only), and says only reachable or not: never why (no socket error is answered).
 
-import { AgentClient, type Clock } from "../contract/index.ts";
+import { agentAddressPolicy, type UrlCheckedAs } from "../chatd/agents.ts";
+import { AgentClient, type AddressPolicy, type Clock } from "../contract/index.ts";
 import type { WorkspaceHealth } from "./views.ts";
 
 export const DEFAULT_HEALTH_TIMEOUT_MS = 2_000;
@@ -18,6 +21,7 @@ const MAX_HEALTH_ENTRIES = 10_000;
 async function checkHealth(
   agentUrl: string,
   agentToken: string | null,
+  allowAddress: AddressPolicy | undefined,
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<WorkspaceHealth> {
@@ -27,6 +31,7 @@ async function checkHealth(
     client = new AgentClient({
       baseUrl: agentUrl,
       ...(agentToken !== null && { token: agentToken }),
+      ...(allowAddress && { allowAddress }),
     });
     const info = await client.info({ timeoutMs, signal });
     const started = Date.parse(info.started_at);
@@ -43,10 +48,11 @@ async function checkHealth(
   }
 }
 
-/** One workspace's health, valid only for the agent URL and token it was checked with. */
+/** One workspace's health, valid only for the agent URL, token and policy it was checked with. */
 interface Entry {
   agentUrl: string;
   agentToken: string | null;
+  checkedAs: UrlCheckedAs;
   /** The last finished check, and when it finished on the cache's clock. */
   health?: WorkspaceHealth;
   checkedMs: number;
@@ -62,6 +68,8 @@ export interface HealthCacheOptions {
   ttlMs: number;
   /** Ages answers (tests move it). */
   clock: Clock;
+  /** The addresses a member's agent URL may reach (the AgentPool's); public ones by default. */
+  memberAgentAddresses?: AddressPolicy;
 }
 
 export class WorkspaceHealthCache {
@@ -77,12 +85,13 @@ export class WorkspaceHealthCache {
     const id = row.id as string;
     const agentUrl = row.agent_url as string;
     const agentToken = (row.agent_token as string | null) ?? null;
+    const checkedAs = (row.url_checked_as as UrlCheckedAs | undefined) ?? null;
     const now = this.o.clock.now();
     let e = this.#entries.get(id);
     this.#entries.delete(id);
     // A new agent URL or token (another replica's PATCH tells us nothing) voids the old health.
-    if (!e || e.agentUrl !== agentUrl || e.agentToken !== agentToken) {
-      e = { agentUrl, agentToken, checkedMs: now, readMs: now };
+    if (!e || e.agentUrl !== agentUrl || e.agentToken !== agentToken || e.checkedAs !== checkedAs) {
+      e = { agentUrl, agentToken, checkedAs, checkedMs: now, readMs: now };
     }
     e.readMs = now;
     this.#entries.set(id, e);
@@ -106,7 +115,14 @@ export class WorkspaceHealthCache {
   }
 
   #check(e: Entry): Promise<WorkspaceHealth> {
-    const checking = checkHealth(e.agentUrl, e.agentToken, this.o.timeoutMs, this.#closing.signal)
+    const policy = agentAddressPolicy(e.checkedAs, this.o.memberAgentAddresses);
+    const checking = checkHealth(
+      e.agentUrl,
+      e.agentToken,
+      policy,
+      this.o.timeoutMs,
+      this.#closing.signal,
+    )
       // checkHealth never rejects: every failure is an unreachable agent.
       .then((health) => {
         e.health = health;

@@ -13,7 +13,8 @@ const secrets = ephemeralSecretBox();
 describeDatabases("workspaces", (db) => {
   let api: TestApi;
   beforeEach(async () => {
-    api = await startTestApi(db(), { secrets });
+    // Members register agents on loopback here; the address rule is agent-urls.test.ts's.
+    api = await startTestApi(db(), { secrets, memberAgentAddresses: () => true });
   });
   afterEach(async () => {
     await api.app.close();
@@ -228,6 +229,7 @@ describeDatabases("workspace health cache", (db) => {
       healthTimeoutMs: HEALTH_TIMEOUT_MS,
       healthTtlMs: HEALTH_TTL_MS,
       healthClock: clock,
+      memberAgentAddresses: () => true,
     });
   });
   afterEach(async () => {

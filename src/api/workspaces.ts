@@ -4,6 +4,12 @@
 // change) everyone's. The agent token is stored sealed and never answered, logged or audited. Reading a workspace shows its
 // health, the agent's `GET /api/v0/info` from a per-API cache (workspace-health.ts): a dead agent
 // delays only the first read of it (bounded by a short timeout), not every list.
+//
+// URL rules (agent-url.ts): credentials in a URL are refused (the token goes in agent_token); a
+// member's URL must resolve to public addresses only, and is marked `url_checked_as = 'member'`
+// so every later connection is checked again (the AgentPool's address policy). A new URL unshares
+// the workspace and, when it had a token, needs the new agent's: the old token never goes to
+// the new host.
 
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
@@ -14,6 +20,7 @@ import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
+import { checkAgentUrl, type AgentUrlRules } from "./agent-url.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";
 import { agentFields } from "./agent-view.ts";
 import {
@@ -102,7 +109,12 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     timeoutMs: ctx.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS,
     ttlMs: ctx.healthTtlMs ?? DEFAULT_HEALTH_TTL_MS,
     clock: ctx.healthClock ?? realClock,
+    ...(ctx.memberAgentAddresses && { memberAgentAddresses: ctx.memberAgentAddresses }),
   });
+  const urlRules: AgentUrlRules = {
+    ...(ctx.memberAgentAddresses && { allow: ctx.memberAgentAddresses }),
+    ...(ctx.resolveHost && { resolve: ctx.resolveHost }),
+  };
   app.addHook("onClose", async () => health.close());
   // Every workspace reports its agent (a health check of its URL, or the dial-out registry); a
   // template workspace adds its lifecycle fields.
@@ -131,17 +143,19 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     if (isTemplateBody(request.body)) return createTemplateWorkspace(ctx, request, reply);
     const { user } = caller(request);
     const body = parse(NewWorkspaceBody, request.body, "body");
+    const checkedAs = await checkAgentUrl(urlRules, isStaff(user), body.agent_url);
     const id = randomUUID();
     const row = await ctx.db.transaction(async (tx) => {
       const r = await tx.query(
-        `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token) VALUES ($1, $2, $3, $4, $5)
-         RETURNING *`,
+        `INSERT INTO workspaces (id, owner_id, name, agent_url, agent_token, url_checked_as)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
         [
           id,
           user.id,
           body.name,
           body.agent_url,
           ctx.secrets.sealOrNull(body.agent_token, SLOTS.agentToken(id)),
+          checkedAs,
         ],
       );
       const row = r.rows[0]!;
@@ -178,6 +192,11 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(WorkspacePatch, request.body, "body");
+    // Checked (and resolved) before the row is locked; whether it is a new URL is known inside.
+    const checkedAs =
+      body.agent_url === undefined
+        ? undefined
+        : await checkAgentUrl(urlRules, isStaff(user), body.agent_url);
     const row = await ctx.db.transaction(async (tx) => {
       const old = await visibleWorkspace(tx, user, id, true);
       if (!isStaff(user) && (old.owner_id !== user.id || body.shared !== undefined)) {
@@ -185,22 +204,35 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
       }
       if (old.template_id && (body.agent_url !== undefined || body.agent_token !== undefined))
         throw new ApiError(400, "A template workspace's agent dials in: it has no URL or token.");
+      const repointed = body.agent_url !== undefined && body.agent_url !== old.agent_url;
+      if (repointed && body.agent_token === undefined && old.agent_token !== null) {
+        throw ApiError.coded(
+          "agent_token_required",
+          "A new agent URL needs the new agent's token: send the new agent's agent_token.",
+          "agent_token: the new agent's token, or null for an agent without one; the old token is never sent to a new URL",
+        );
+      }
       const u = await tx.query(
         `UPDATE workspaces SET name = coalesce($2, name), agent_url = coalesce($3, agent_url),
-           agent_token = CASE WHEN $4 THEN $5 ELSE agent_token END, shared = coalesce($6, shared)
+           agent_token = CASE WHEN $4 THEN $5 ELSE agent_token END, shared = coalesce($6, shared),
+           url_checked_as = CASE WHEN $7 THEN $8 ELSE url_checked_as END
          WHERE id = $1 RETURNING *`,
         [
           id,
           body.name ?? null,
-          body.agent_url ?? null,
+          repointed ? body.agent_url : null,
           body.agent_token !== undefined,
           ctx.secrets.sealOrNull(body.agent_token, SLOTS.agentToken(id)),
-          body.shared ?? null,
+          // Whoever uses the workspace agreed to its old agent, not the new one: unshared.
+          body.shared ?? (repointed ? false : null),
+          repointed,
+          checkedAs ?? null,
         ],
       );
       const details: Record<string, unknown> = {};
       if (body.name !== undefined) details.name = body.name;
-      if (body.agent_url !== undefined) details.agent_url = body.agent_url;
+      if (repointed) details.agent_url = body.agent_url;
+      if (repointed && old.shared === true && body.shared === undefined) details.shared = false;
       if (body.agent_token !== undefined)
         details.agent_token = body.agent_token ? "set" : "cleared";
       if (body.shared !== undefined) details.shared = body.shared;
@@ -234,8 +266,8 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
       );
       const n = busy.rows[0]!.n;
       if (n > 0) {
-        throw new ApiError(
-          409,
+        throw ApiError.coded(
+          "workspace_busy",
           `${n} chat${n === 1 ? " is" : "s are"} running in this workspace.`,
           "Interrupt them or wait for them to finish, then delete it.",
         );

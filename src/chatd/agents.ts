@@ -5,11 +5,26 @@
 // a tool call may still be using it. Tokens are stored sealed; the pool opens them. A workspace
 // without an agent URL has an agent that dials out: its client's transport finds that agent
 // wherever it is connected, per request (src/chatd/dialout).
+//
+// Who chose the URL decides where the client may connect (`workspaces.url_checked_as`): for a
+// URL a member registered or last changed, every new connection is checked against the member
+// address policy (public addresses only by default) at the moment it resolves, so a name that
+// resolved to a public address at registration and to a private one now (DNS rebinding) is
+// refused; a URL an admin or the server itself set may reach any address.
 
-import { AgentClient, type AgentRequestRecord, type AgentTransport } from "../contract/index.ts";
+import {
+  AgentClient,
+  isPublicAddress,
+  type AddressPolicy,
+  type AgentRequestRecord,
+  type AgentTransport,
+} from "../contract/index.ts";
 import type { Queryable } from "./db/index.ts";
 import { agentConnection, type AgentConnectionInfo } from "./dialout/registry.ts";
 import { SLOTS, type SecretBox } from "./secrets/index.ts";
+
+/** Who a workspace's agent URL was checked as (column `workspaces.url_checked_as`). */
+export type UrlCheckedAs = "member" | "admin" | null;
 
 export interface AgentPoolOptions {
   /** Opens the workspaces' sealed agent tokens. */
@@ -18,6 +33,11 @@ export interface AgentPoolOptions {
   onRequest?: (r: AgentRequestRecord) => void;
   /** Reaches dial-out agents (the server's AgentHub); without it they cannot be reached. */
   dialout?: { transport(workspaceId: string): AgentTransport };
+  /**
+   * The addresses an agent URL a member set may connect to; public addresses only
+   * (isPublicAddress) by default.
+   */
+  memberAgentAddresses?: AddressPolicy;
 }
 
 /** A dial-out agent's state: connected (with the agent process's uptime) or not. */
@@ -29,6 +49,14 @@ export class DialoutUnavailableError extends Error {
   constructor(readonly workspaceId: string) {
     super(`Workspace ${workspaceId} has a dial-out agent, which this process cannot reach.`);
   }
+}
+
+/** The policy a client of a URL checked as `checkedAs` connects under; undefined: any address. */
+export function agentAddressPolicy(
+  checkedAs: UrlCheckedAs,
+  memberAgentAddresses: AddressPolicy = isPublicAddress,
+): AddressPolicy | undefined {
+  return checkedAs === "member" ? memberAgentAddresses : undefined;
 }
 
 /** The workspace's agent URL is one the client cannot speak to (only http and https are). */
@@ -45,7 +73,7 @@ export class UnsupportedAgentUrlError extends Error {
 export class AgentPool {
   readonly #db: Queryable;
   readonly #o: AgentPoolOptions;
-  /** Keyed by `agent_url agent_token`: two workspaces on one agent share its client. */
+  /** Keyed by `agent_url agent_token checked-as`: two workspaces on one agent share its client. */
   readonly #clients = new Map<string, AgentClient>();
 
   constructor(db: Queryable, o: AgentPoolOptions) {
@@ -63,10 +91,13 @@ export class AgentPool {
    * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
-    const r = await this.#db.query<{ agent_url: string | null; agent_token: string | null }>(
-      "SELECT agent_url, agent_token FROM workspaces WHERE id = $1",
-      [workspaceId],
-    );
+    const r = await this.#db.query<{
+      agent_url: string | null;
+      agent_token: string | null;
+      url_checked_as: UrlCheckedAs;
+    }>("SELECT agent_url, agent_token, url_checked_as FROM workspaces WHERE id = $1", [
+      workspaceId,
+    ]);
     const row = r.rows[0];
     if (!row) return undefined;
     if (row.agent_url === null) return this.#dialout(workspaceId);
@@ -74,14 +105,17 @@ export class AgentPool {
       agent_url: row.agent_url,
       agent_token: this.#o.secrets.openOrNull(row.agent_token, SLOTS.agentToken(workspaceId)),
     };
-    const key = `${w.agent_url} ${w.agent_token ?? ""}`;
+    const checkedAs = row.url_checked_as ?? null;
+    const key = `${w.agent_url} ${w.agent_token ?? ""} ${checkedAs ?? ""}`;
     let client = this.#clients.get(key);
     if (!client) {
       if (!URL.canParse(w.agent_url) || !/^https?:$/.test(new URL(w.agent_url).protocol))
         throw new UnsupportedAgentUrlError(workspaceId);
+      const allowAddress = agentAddressPolicy(checkedAs, this.#o.memberAgentAddresses);
       client = new AgentClient({
         baseUrl: w.agent_url,
         ...(w.agent_token && { token: w.agent_token }),
+        ...(allowAddress && { allowAddress }),
         ...(this.#o.onRequest && { onRequest: this.#o.onRequest }),
       });
       this.#clients.set(key, client);

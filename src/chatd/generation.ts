@@ -7,6 +7,7 @@ import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
+import { auditToolCalls } from "./audit-tool-calls.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
@@ -172,6 +173,7 @@ async function runBatch(
   signal: AbortSignal,
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
+  if (client) await auditToolCalls(deps.db, chat, message.id, calls);
   const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
   const messageId = toMessageId(message.id)!;

@@ -151,6 +151,11 @@ export async function main(argv: string[]): Promise<void> {
       positiveInt,
     )
     .option(
+      "--session-idle-ms <n>",
+      "a browser session unused this long ends (default 7 days)",
+      positiveInt,
+    )
+    .option(
       "--task-timeout-ms <n>",
       "bound on each task attempt; a task that runs longer is retried (default 15 minutes)",
       positiveInt,

@@ -96,6 +96,8 @@ export interface ServerOptions {
   logLevel?: LogLevel;
   /** Where log lines go (default stderr; tests capture them). */
   logDestination?: DestinationStream;
+  /** A browser session unused this long ends (ApiOptions.sessionIdleMs; 7 days by default). */
+  sessionIdleMs?: number;
   /** Behind a reverse proxy: client address and https from X-Forwarded-* (ApiOptions). */
   trustProxy?: boolean;
   /** The built web UI served at `/` (runServer builds it; in-process tests leave it unset). */
@@ -282,6 +284,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     agentHub,
     workspaces,
     ...(o.trustProxy && { trustProxy: true }),
+    ...(o.sessionIdleMs !== undefined && { sessionIdleMs: o.sessionIdleMs }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
   const url = await api.listen({ host, port });

@@ -9,3 +9,4 @@ export * from "./client.ts";
 export * from "./transport.ts";
 export * from "./dialout.ts";
 export * from "./assert.ts";
+export * from "./address-policy.ts";

@@ -21,6 +21,7 @@ import {
 import { startServerProcess, workspaceIn } from "../support/server.ts";
 
 const PASSWORD = "correct horse battery";
+const NEW_PASSWORD = "a battery staple horse";
 const cleanup = useCleanups();
 const shot = (page: Page, name: string) => saveShot(page, `admin-${name}`);
 
@@ -143,6 +144,28 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     expect((await patched).status()).toBe(200);
     await page.reload();
     await expect(page.getByLabel("Role of member@example.com").inputValue()).resolves.toBe("admin");
+    // Offboarding: disabled, the user cannot sign in; enabled, they can again.
+    const signIn = (email: string, password: string) =>
+      fetch(new URL("/api/v1/auth/login", server.url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email, password }),
+      });
+    const memberRow = page.getByTestId("user-row").filter({ hasText: "member@example.com" });
+    await memberRow.getByRole("button", { name: "Disable member@example.com" }).click();
+    await memberRow.getByRole("button", { name: "Yes, disable" }).click();
+    await memberRow.getByText("disabled", { exact: true }).waitFor();
+    expect((await signIn("member@example.com", "another good password")).status).toBe(403);
+    await expect(
+      page
+        .getByTestId("user-row")
+        .filter({ hasText: "owner@example.com" })
+        .getByRole("button", { name: "Disable owner@example.com" })
+        .isDisabled(),
+    ).resolves.toBe(true);
+    await memberRow.getByRole("button", { name: "Enable member@example.com" }).click();
+    await memberRow.getByRole("button", { name: "Disable member@example.com" }).waitFor();
+    expect((await signIn("member@example.com", "another good password")).status).toBe(200);
     await shot(page, "users-desktop");
 
     // Tokens (everyone's page): created, shown once, works, revoked, fails at once.
@@ -166,6 +189,12 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     await page.reload();
     await page.getByRole("heading", { name: "Sessions", level: 2 }).waitFor();
     expect(await html(page)).not.toContain(secret);
+    // The password: the current one first; this browser stays signed in.
+    await page.getByLabel("Current password").fill(PASSWORD);
+    await page.getByLabel("New password").fill(NEW_PASSWORD);
+    await page.getByRole("button", { name: "Change password" }).click();
+    await page.getByText("Password changed").waitFor();
+    expect((await signIn("owner@example.com", PASSWORD)).status).toBe(401);
 
     // Workspaces: a dead one is unreachable, the local one answers with its version.
     await page.getByRole("link", { name: "Admin" }).click();
@@ -233,7 +262,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
     cleanup(() => shot(phone, "last-phone").catch(() => undefined));
     await phone.goto(server.url);
     await phone.getByLabel("Email").fill("owner@example.com");
-    await phone.getByLabel("Password").fill(PASSWORD);
+    await phone.getByLabel("Password").fill(NEW_PASSWORD);
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.getByRole("heading", { name: "Chats" }).waitFor();
     const fits = async () =>

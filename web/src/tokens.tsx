@@ -1,10 +1,11 @@
 // The signed-in user's own tokens, for everyone: API tokens (for the CLI and scripts) with
 // create and revoke, and the sessions of their signed-in browsers. A new token's secret is
-// shown once, right after it is created; the server keeps only its hash.
+// shown once, right after it is created; the server keeps only its hash. Also their password:
+// changing it needs the current one and signs out their other browsers.
 
 import { useState, type FormEvent } from "react";
 import { api } from "./api.ts";
-import type { IssuedToken, NewToken, Token } from "./types.ts";
+import type { IssuedToken, NewToken, PasswordChangeBody, Token } from "./types.ts";
 import { ConfirmButton, ErrorNote, TableBox, text, useAction, useApi, When } from "./widgets.tsx";
 
 function TokenTable(p: {
@@ -149,6 +150,7 @@ export function TokensPage() {
           </div>
         </form>
       </section>
+      <PasswordForm onChanged={reload} />
       {sessions.length > 0 && (
         <section aria-labelledby="sessions-h">
           <h2 id="sessions-h">Sessions</h2>
@@ -166,5 +168,61 @@ export function TokensPage() {
         </section>
       )}
     </>
+  );
+}
+
+function PasswordForm({ onChanged }: { onChanged: () => void }) {
+  const action = useAction();
+  const [done, setDone] = useState(false);
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = e.currentTarget;
+    const f = new FormData(form);
+    const body: PasswordChangeBody = {
+      current_password: text(f, "current_password"),
+      new_password: text(f, "new_password"),
+    };
+    setDone(false);
+    void action.run("password", async () => {
+      await api("POST", "/me/password", body);
+      form.reset();
+      setDone(true);
+      onChanged();
+    });
+  };
+  return (
+    <section aria-labelledby="password-h">
+      <h2 id="password-h">Password</h2>
+      <form className="card" aria-labelledby="password-h" onSubmit={submit}>
+        <div className="fields">
+          <label>
+            Current password
+            <input
+              name="current_password"
+              type="password"
+              required
+              autoComplete="current-password"
+            />
+          </label>
+          <label>
+            New password (8 characters or more)
+            <input
+              name="new_password"
+              type="password"
+              required
+              minLength={8}
+              autoComplete="new-password"
+            />
+          </label>
+        </div>
+        <div className="form-end">
+          <button type="submit" disabled={action.busy !== undefined}>
+            Change password
+          </button>
+          {done && <span role="status">Password changed; your other browsers are signed out.</span>}
+          <ErrorNote error={action.error} prefix="Not changed" />
+        </div>
+      </form>
+    </section>
   );
 }

@@ -4,7 +4,7 @@
 import type { z } from "zod";
 import type { ModelPatch, NewModelBody } from "../../src/api/models.ts";
 import type { NewTokenBody } from "../../src/api/tokens.ts";
-import type { NewUserBody, UserPatch } from "../../src/api/users.ts";
+import type { NewUserBody, PasswordChange, UserPatch } from "../../src/api/users.ts";
 import type { ChatView, User } from "../../src/api/views.ts";
 import type { NewWorkspaceBody, WorkspacePatch } from "../../src/api/workspaces.ts";
 
@@ -41,6 +41,7 @@ export type NewModel = z.input<typeof NewModelBody>;
 export type ModelChange = z.input<typeof ModelPatch>;
 export type NewUser = z.input<typeof NewUserBody>;
 export type UserChange = z.input<typeof UserPatch>;
+export type PasswordChangeBody = z.input<typeof PasswordChange>;
 export type NewWorkspace = z.input<typeof NewWorkspaceBody>;
 export type WorkspaceChange = z.input<typeof WorkspacePatch>;
 export type NewToken = z.input<typeof NewTokenBody>;

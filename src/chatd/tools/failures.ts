@@ -3,12 +3,14 @@
 // stale task commits nothing; everything else is classified by what it proves.
 
 import {
+  AgentAnswerTooLargeError,
   AgentConnectionError,
   AgentHttpError,
   AgentTimeoutError,
   ToolCallError,
   assertNever,
 } from "../../contract/index.ts";
+import { answerTooLargeText, connectionFailureText } from "../agent-failure-text.ts";
 import type { UnknownReason } from "./results.ts";
 
 /**
@@ -123,10 +125,20 @@ export function classifyAgentError(err: unknown, signal: AbortSignal): AgentFail
         return assertNever(err.code);
     }
   }
+  // The text never carries the socket's error (an address, a port): agent-failure-text.ts.
   if (err instanceof AgentConnectionError) {
+    const detail = connectionFailureText(err);
     return err.phase === "connect"
-      ? { kind: "unknown", reason: "agent_unreachable", detail: err.message, billable: false }
-      : { kind: "unknown", reason: "agent_no_answer", detail: err.message, billable: true };
+      ? { kind: "unknown", reason: "agent_unreachable", detail, billable: false }
+      : { kind: "unknown", reason: "agent_no_answer", detail, billable: true };
+  }
+  if (err instanceof AgentAnswerTooLargeError) {
+    return {
+      kind: "unknown",
+      reason: "agent_error",
+      detail: answerTooLargeText(err),
+      billable: true,
+    };
   }
   if (err instanceof AgentTimeoutError) {
     return { kind: "unknown", reason: "agent_no_answer", detail: err.message, billable: true };

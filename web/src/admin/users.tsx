@@ -1,11 +1,12 @@
-// Users and roles: every user with a role picker that saves at once, and the form that adds a
-// user. The server's rules show as disabled choices: only an owner makes (or unmakes) an
-// owner; the last owner staying one is the server's to refuse (its message is shown).
+// Users and roles: every user with a role picker that saves at once, a disable/enable switch
+// (disabling ends the user's tokens and sessions at once), and the form that adds a user. The
+// server's rules show as disabled choices: only an owner makes, unmakes or disables an owner,
+// nobody disables themself; the last owner is the server's to refuse (its message is shown).
 
 import { useState, type FormEvent } from "react";
 import { api } from "../api.ts";
 import type { NewUser, User, UserChange } from "../types.ts";
-import { ErrorNote, TableBox, text, useAction, useApi, When } from "../widgets.tsx";
+import { ConfirmButton, ErrorNote, TableBox, text, useAction, useApi, When } from "../widgets.tsx";
 
 const ROLES: User["role"][] = ["owner", "admin", "member"];
 
@@ -37,6 +38,13 @@ export function UsersSection({ me }: { me: User }) {
     });
   };
 
+  const setDisabled = (u: User, disabled: boolean) =>
+    void action.run(u.id, async () => {
+      const body: UserChange = { disabled };
+      await api<User>("PATCH", `/users/${u.id}`, body);
+      reload();
+    });
+
   return (
     <section aria-labelledby="users-h">
       <h2 id="users-h">Users</h2>
@@ -44,7 +52,7 @@ export function UsersSection({ me }: { me: User }) {
         Owners and admins manage users, models, workspaces and the audit log; members chat.
       </p>
       <ErrorNote error={error} />
-      <ErrorNote error={action.error} prefix="Role not changed" />
+      <ErrorNote error={action.error} prefix="User not changed" />
       {data === undefined && error === undefined && <p>Loading…</p>}
       {data && (
         <TableBox label="Users" stack>
@@ -54,6 +62,7 @@ export function UsersSection({ me }: { me: User }) {
               <th scope="col">Name</th>
               <th scope="col">Role</th>
               <th scope="col">Created</th>
+              <th scope="col">Access</th>
             </tr>
           </thead>
           <tbody>
@@ -75,6 +84,33 @@ export function UsersSection({ me }: { me: User }) {
                 </td>
                 <td data-label="Created">
                   <When iso={u.created_at} />
+                </td>
+                <td className="actions-cell" data-label="Access">
+                  {u.disabled && <span className="badge">disabled</span>}{" "}
+                  {u.disabled ? (
+                    <button
+                      type="button"
+                      className="secondary small"
+                      aria-label={`Enable ${u.email}`}
+                      disabled={action.busy === u.id || (u.role === "owner" && me.role !== "owner")}
+                      onClick={() => setDisabled(u, false)}
+                    >
+                      Enable
+                    </button>
+                  ) : (
+                    <ConfirmButton
+                      label="Disable"
+                      accessibleLabel={`Disable ${u.email}`}
+                      prompt={`Disable ${u.email}? Their tokens and sessions end now.`}
+                      confirmLabel="Yes, disable"
+                      disabled={
+                        action.busy === u.id ||
+                        u.id === me.id ||
+                        (u.role === "owner" && me.role !== "owner")
+                      }
+                      onConfirm={() => setDisabled(u, true)}
+                    />
+                  )}
                 </td>
               </tr>
             ))}
