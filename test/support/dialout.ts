@@ -165,16 +165,16 @@ export async function dialFront(
 
 const BIN = new URL("../../bin/tether", import.meta.url).pathname;
 
-/** A dial-out workspace row (no agent URL, no owner: any user's chats may use it) and a token. */
+/** A dial-out workspace row (no agent URL, shared: any user's chats may use it) and a token. */
 export async function registerDialoutWorkspace(
   db: Queryable,
   name = "dial-out",
 ): Promise<{ workspaceId: string; token: string }> {
   const workspaceId = randomUUID();
-  await db.query("INSERT INTO workspaces (id, name, agent_url) VALUES ($1, $2, NULL)", [
-    workspaceId,
-    name,
-  ]);
+  await db.query(
+    "INSERT INTO workspaces (id, name, agent_url, shared) VALUES ($1, $2, NULL, true)",
+    [workspaceId, name],
+  );
   return { workspaceId, token: await mintAgentToken(db, workspaceId) };
 }
 

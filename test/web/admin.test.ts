@@ -198,7 +198,10 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
 
     // Workspaces: a dead one is unreachable, the local one answers with its version.
     await page.getByRole("link", { name: "Admin" }).click();
-    await page.getByRole("link", { name: "Workspaces" }).click();
+    await page
+      .getByRole("navigation", { name: "Admin sections" })
+      .getByRole("link", { name: "Workspaces" })
+      .click();
     await page.getByRole("heading", { name: "Workspaces", level: 2 }).waitFor();
     const wsForm = page.locator("form", { hasText: "Add a workspace" });
     await wsForm.getByLabel("Name").fill("dead box");

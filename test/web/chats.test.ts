@@ -12,7 +12,7 @@ import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { CHROMIUM, launchBrowser, openPage, PHONE, shot, useCleanups } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { api, startServerProcess } from "../support/server.ts";
+import { api, startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "lists@example.com";
@@ -38,7 +38,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI chat pages", () => {
         "--data-dir",
         path.join(home, "data"),
         "--workspace-dir",
-        home,
+        await workspaceIn(home),
         "--model",
         "openai-compatible:fake-model",
         "--model-base-url",

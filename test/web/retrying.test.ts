@@ -1,8 +1,7 @@
 // A model that does not answer is never a blank pane: with the provider's base URL at a closed
 // port, the chat shows that it is retrying and why ("Retrying: … — attempt N", from the chat's
 // pinned `retrying` field), live, at desktop and phone size, and after the bounded time the turn
-// ends in `error` with the last error shown. The server side (the `retrying` field and the
-// bound) is the chatd-robust change: this test passes once it is merged.
+// ends in `error` with the last error shown.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
@@ -10,17 +9,16 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CHROMIUM, launchBrowser, openPage, shot, useCleanups } from "../support/browser.ts";
-import { api, startServerProcess } from "../support/server.ts";
+import { api, startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "retry@example.com";
 const PASSWORD = "correct horse battery";
 
 /**
- * The bound on a failing turn, short for the test. The flag is chatd-robust's (its name is to be
- * aligned at the merge).
+ * The bound on a failing turn, short for the test.
  */
-const RETRY_BOUND_ARGS = ["--model-retry-timeout-ms", "6000"];
+const RETRY_BOUND_ARGS = ["--retry-limit-ms", "6000"];
 
 async function closedPort(): Promise<number> {
   const srv = net.createServer();
@@ -45,7 +43,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI with a failing model", () => {
         "--data-dir",
         path.join(home, "data"),
         "--workspace-dir",
-        home,
+        await workspaceIn(home),
         "--model",
         "openai-compatible:nobody-home",
         "--model-base-url",

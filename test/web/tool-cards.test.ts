@@ -19,7 +19,7 @@ import {
   useCleanups,
 } from "../support/browser.ts";
 import { startFakeProvider, type FakeStep } from "../support/fake-provider.ts";
-import { startServerProcess } from "../support/server.ts";
+import { startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "cards@example.com";
@@ -56,12 +56,13 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     cleanup(() => fake.close());
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-cards-"));
     cleanup(() => rm(home, { recursive: true, force: true }));
+    const ws = await workspaceIn(home);
     const server = await startServerProcess(
       [
         "--data-dir",
         path.join(home, "data"),
         "--workspace-dir",
-        home,
+        ws,
         "--model",
         "openai-compatible:fake-model",
         "--model-base-url",
@@ -76,9 +77,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
       body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
     });
     expect(first.status).toBe(201);
-    const notes = path.join(home, "notes.txt");
+    const notes = path.join(ws, "notes.txt");
     await writeFile(notes, "alpha\nbeta\ngamma\n");
-    const made = path.join(home, "made.txt");
+    const made = path.join(ws, "made.txt");
 
     const browser = await launchBrowser(cleanup);
     const errors: string[] = [];

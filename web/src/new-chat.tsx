@@ -85,10 +85,12 @@ export function NewChat() {
               {workspaces?.map((w) => (
                 <option key={w.id} value={w.id}>
                   {w.name}
-                  {w.health && !w.health.reachable ? " (unreachable)" : ""}
+                  {/* A template workspace says its status; a registered one, whether it answers. */}
                   {w.status && w.agent
                     ? ` (${statusText({ status: w.status, agent: w.agent })})`
-                    : ""}
+                    : w.health && !w.health.reachable
+                      ? " (unreachable)"
+                      : ""}
                 </option>
               ))}
               {templates && templates.length > 0 && (
