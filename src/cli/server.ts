@@ -211,6 +211,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
   const workspaces = new WorkspaceServices({
     db,
+    secrets,
     workerId,
     agents,
     log: log.child({ replica: workerId }),
