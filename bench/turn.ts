@@ -2,13 +2,15 @@
 // HTTP API of `bin/tether server` on Postgres, its turn (model step → `execute true` on a
 // registered agent → model step) followed on the chat's SSE stream until `waiting` — against the
 // same turn in an in-memory AI SDK loop, and as reference points two durable-loop libraries
-// running the same turn: DBOS Transact (a workflow of three steps) and LangGraph with its
-// Postgres checkpointer (durability "sync"). All use the same fake model server and the same
-// agent (through the same tool code), in one run. Prints median and p99 per turn, the ratio to
-// the in-memory loop, and the transactions each committed per turn on the server side
-// (pg_stat_database xact_commit of a database of its own, read after it closed its
-// connections). Needs TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL): its server gets
-// databases <name>_turn_tether, _turn_dbos and _turn_langgraph, dropped at the end.
+// running the same turn: DBOS Transact (a workflow of model and tool steps) and LangGraph with
+// its Postgres checkpointer (durability "sync"). All use the same fake model server and the
+// same agent (through the same tool code), in one run, the systems' turns interleaved. Prints
+// median and p99 per turn, the ratio to the in-memory loop, and the transactions each system
+// committed per turn on the server side: pg_stat_database xact_commit of a database of its own,
+// read after it closed its connections (Tether's include its server's background rounds, such
+// as the acquisition poll each second, over the run). Needs TETHER_BENCH_DATABASE_URL (or
+// TETHER_TEST_DATABASE_URL): its server gets databases <name>_turn_tether, _turn_dbos and
+// _turn_langgraph, dropped at the end.
 
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -352,25 +354,43 @@ interface Result {
   xactPerTurn?: number;
 }
 
-async function measure(s: System): Promise<Result> {
-  await s.setUp();
-  const samples: number[] = [];
-  let before = 0;
+/**
+ * Every system set up and warmed up, then the turns interleaved (one of each in turn), so a
+ * change of the machine's load weighs on all alike; then every system closed, and the
+ * transactions each database committed meanwhile read.
+ */
+async function measureAll(all: System[]): Promise<Map<string, Result>> {
+  const samples = new Map<string, number[]>(all.map((s) => [s.name, []]));
+  const before = new Map<string, number>();
+  const ready: System[] = [];
   try {
-    for (let i = 0; i < warmup; i++) await s.turn();
-    if (s.database) before = await xactCommit(s.database);
+    for (const s of all) {
+      await s.setUp();
+      ready.push(s);
+      for (let i = 0; i < warmup; i++) await s.turn();
+    }
+    for (const s of all) if (s.database) before.set(s.name, await xactCommit(s.database));
     for (let i = 0; i < turns; i++) {
-      const t0 = performance.now();
-      await s.turn();
-      samples.push(performance.now() - t0);
+      for (const s of all) {
+        const t0 = performance.now();
+        await s.turn();
+        samples.get(s.name)!.push(performance.now() - t0);
+      }
     }
   } finally {
-    await s.tearDown();
+    for (const s of ready) await s.tearDown();
   }
   // What the last backends report at exit lands shortly after they closed.
   await new Promise((r) => setTimeout(r, 500));
-  const after = s.database ? await xactCommit(s.database) : 0;
-  return { stats: stats(samples), ...(s.database && { xactPerTurn: (after - before) / turns }) };
+  const results = new Map<string, Result>();
+  for (const s of all) {
+    const after = s.database ? await xactCommit(s.database) : 0;
+    results.set(s.name, {
+      stats: stats(samples.get(s.name)!),
+      ...(s.database && { xactPerTurn: (after - before.get(s.name)!) / turns }),
+    });
+  }
+  return results;
 }
 
 const load = () =>
@@ -381,11 +401,10 @@ const load = () =>
 const systems = [inMemory, tetherSystem(), dbosSystem(), langgraphSystem()];
 console.log(`load average at start: ${load()} (${os.cpus().length} cores)`);
 try {
-  const results = new Map<string, Result>();
-  for (const s of systems) results.set(s.name, await measure(s));
+  const results = await measureAll(systems);
   const base = results.get(inMemory.name)!.stats;
   console.log(
-    `one turn (model step → execute \`true\` → model step), ${turns} turns per system after ${warmup} warm-up`,
+    `one turn (model step → execute \`true\` → model step), ${turns} turns per system after ${warmup} warm-up, systems interleaved`,
   );
   console.log(
     "system                                         median ms  p99 ms  median/mem  p99/mem  commits/turn",
