@@ -3,6 +3,9 @@
 // is an in-memory AI SDK loop that calls the same agent through the same tool code with the
 // same fake model server, with no database, worker or runner. Run on PGlite, and on Postgres
 // when TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL) is set. Target: within 2x.
+// Also prints the worker's database round trips per step, by statement (the whole run's
+// statements, the final text step, turn finish and the 50 ms acquisition poll included, over
+// chats x steps), and its committed transactions per turn.
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -19,6 +22,7 @@ import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contrac
 import { FREE } from "../src/chatd/billing.ts";
 import { createLanguageModel } from "../src/model/index.ts";
 import { startFakeProvider } from "../test/support/fake-provider.ts";
+import { CountingDatabase, roundTripLines } from "./round-trips.ts";
 import { fmt, numberFlags, startAgent, stats } from "./support.ts";
 
 const { chats, steps } = numberFlags({ chats: 20, steps: 5 });
@@ -90,8 +94,13 @@ async function inMemoryTurn(): Promise<number[]> {
   return perStep;
 }
 
-/** The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. */
-async function durableTurns(db: Database): Promise<number[]> {
+/**
+ * The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. The
+ * worker's statements are counted (the benchmark's own reads and the API's create are not).
+ */
+async function durableTurns(
+  db: Database,
+): Promise<{ perStep: number[]; counted: CountingDatabase }> {
   const userId = randomUUID();
   const workspaceId = randomUUID();
   const modelId = randomUUID();
@@ -108,8 +117,9 @@ async function durableTurns(db: Database): Promise<number[]> {
     [modelId, fake.url],
   );
   const m = model();
+  const counted = new CountingDatabase(db);
   const worker = new Worker({
-    db,
+    db: counted,
     buffer: new StreamBuffer(),
     agentAnswerTimeoutMs: 60_000,
     toolResultBudgetBytes: 32 * 1024,
@@ -119,6 +129,7 @@ async function durableTurns(db: Database): Promise<number[]> {
   });
   await worker.start();
   const perStep: number[] = [];
+  counted.start();
   try {
     for (let c = 0; c < chats; c++) {
       const chat = await createChat(db, {
@@ -137,9 +148,10 @@ async function durableTurns(db: Database): Promise<number[]> {
       for (let i = 1; i < marks.length; i++) perStep.push(marks[i]! - marks[i - 1]!);
     }
   } finally {
+    counted.stop();
     await worker.stop();
   }
-  return perStep;
+  return { perStep, counted };
 }
 
 function line(name: string, samples: number[], base?: number[]): string {
@@ -160,8 +172,10 @@ try {
   console.log(line("in-memory AI SDK loop (baseline)", memory));
   const pglite = await openDatabase({});
   try {
-    const durable = await durableTurns(pglite);
+    const { perStep: durable, counted } = await durableTurns(pglite);
     console.log(line("durable loop, PGlite (embedded)", durable, memory));
+    for (const l of roundTripLines(counted, chats * steps, "step")) console.log(l);
+    console.log(`committed transactions per turn: ${fmt(counted.commits / chats, 2)}`);
     console.log(
       `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on PGlite`,
     );
@@ -173,8 +187,10 @@ try {
     const schema = `bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const pg = await openDatabase({ postgresUrl: url, schema });
     try {
-      const durable = await durableTurns(pg);
+      const { perStep: durable, counted } = await durableTurns(pg);
       console.log(line("durable loop, Postgres", durable, memory));
+      for (const l of roundTripLines(counted, chats * steps, "step")) console.log(l);
+      console.log(`committed transactions per turn: ${fmt(counted.commits / chats, 2)}`);
       console.log(
         `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on Postgres`,
       );
