@@ -10,6 +10,7 @@ import type { Database } from "../chatd/db/index.ts";
 import { registerReplica, sweepReplicas } from "../chatd/replicas.ts";
 import {
   agentTokenFor,
+  agentTokensIn,
   mintAgentToken,
   revokeAgentTokens,
   workspaceForAgentToken,
@@ -45,6 +46,19 @@ describeDatabases("agent tokens", (db) => {
       Buffer.from(token).toString("hex"),
     );
     expect(await workspaceForAgentToken(db(), token + "x")).toBeUndefined();
+  });
+
+  it("the workspace's own tokens in a text are found by their hash, revoked ones too, no others", async () => {
+    const ws = await workspace(db());
+    const other = await workspace(db());
+    const old = await mintAgentToken(db(), ws);
+    await revokeAgentTokens(db(), ws);
+    const current = await mintAgentToken(db(), ws);
+    const foreign = await mintAgentToken(db(), other);
+    const lookalike = "A".repeat(43);
+    const state = JSON.stringify({ a: old, b: [current, foreign, lookalike], c: `x${current}x` });
+    expect((await agentTokensIn(db(), ws, state)).sort()).toEqual([old, current].sort());
+    expect(await agentTokensIn(db(), ws, "no tokens here")).toEqual([]);
   });
 
   it("a revoked token opens nothing, and revoking forgets the agent's live connection", async () => {

@@ -55,3 +55,30 @@ export async function workspaceForAgentToken(
 ): Promise<string | undefined> {
   return (await agentTokenFor(q, token))?.workspaceId;
 }
+
+/** What a token looks like: 32 bytes in base64url (43 characters). */
+const TOKEN_LIKE_RE = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g;
+/** Candidates looked up at most: a state is not a haystack to search without bound. */
+const MAX_TOKEN_CANDIDATES = 1_000;
+
+/**
+ * The workspace's own agent tokens, revoked ones included, that appear in `text` (a Terraform
+ * state a template stored one in): found by hashing what looks like a token, since only hashes
+ * are stored. A build scrubs them from its log, where Terraform's plan would print them.
+ */
+export async function agentTokensIn(
+  q: Queryable,
+  workspaceId: string,
+  text: string,
+): Promise<string[]> {
+  const candidates = [...new Set(text.match(TOKEN_LIKE_RE) ?? [])].slice(0, MAX_TOKEN_CANDIDATES);
+  if (candidates.length === 0) return [];
+  const hex = (c: string) => hashOf(c).toString("hex");
+  const r = await q.query<{ h: string }>(
+    `SELECT encode(token_hash, 'hex') AS h FROM workspace_agent_tokens
+     WHERE workspace_id = $1 AND encode(token_hash, 'hex') = ANY($2::text[])`,
+    [workspaceId, candidates.map(hex)],
+  );
+  const found = new Set(r.rows.map((row) => row.h));
+  return candidates.filter((c) => found.has(hex(c)));
+}

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../contract/index.ts";
 import type { Database, Queryable } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
-import { mintAgentToken, revokeAgentTokens } from "./agent-tokens.ts";
+import { agentTokensIn, mintAgentToken, revokeAgentTokens } from "./agent-tokens.ts";
 import {
   appendBuildLog,
   claimBuilds,
@@ -203,6 +203,7 @@ export class Builder {
           files: prepared.files,
           ...(prepared.state !== undefined && { state: prepared.state }),
           variables: prepared.variables,
+          secrets: prepared.secrets,
           pluginCacheDir: this.#o.pluginCacheDir,
           ...(this.#o.terraformBin !== undefined && { terraformBin: this.#o.terraformBin }),
           ...(this.#o.interruptGraceMs !== undefined && {
@@ -239,10 +240,15 @@ export class Builder {
   }
 
   /** What a build needs: its files, the last state and the variables (a token for a start). */
-  async #prepare(
-    build: Build,
-  ): Promise<
-    | { status: "ok"; files: Record<string, string>; state?: string; variables: TemplateVariables }
+  async #prepare(build: Build): Promise<
+    | {
+        status: "ok";
+        files: Record<string, string>;
+        state?: string;
+        /** Scrubbed from the log besides this build's token. */
+        secrets: string[];
+        variables: TemplateVariables;
+      }
     | { status: "failed"; error: string }
   > {
     const { db } = this.#o;
@@ -269,10 +275,15 @@ export class Builder {
       await revokeAgentTokens(tx, build.workspaceId);
       return build.transition === "start" ? mintAgentToken(tx, build.workspaceId) : "";
     });
+    // Tokens of earlier starts a template kept in its resources: a plan prints them (Terraform
+    // marks only what came from a sensitive variable, not what a resource made of it).
+    const earlierTokens =
+      state === undefined ? [] : await agentTokensIn(db, build.workspaceId, state);
     return {
       status: "ok",
       files,
       ...(state !== undefined && { state }),
+      secrets: earlierTokens,
       variables: {
         tether_workspace_id: build.workspaceId,
         tether_workspace_name: w.name,
