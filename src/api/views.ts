@@ -73,6 +73,8 @@ export interface MessageView {
   parts: VisiblePart[];
   created_at: string;
   runtime_ms?: number;
+  /** A compaction boundary: the model's prompt starts at the latest one (its part: `compaction`). */
+  boundary?: true;
 }
 
 export function messageView(m: ChatMessage): MessageView {
@@ -83,6 +85,7 @@ export function messageView(m: ChatMessage): MessageView {
     created_at: m.createdAt.toISOString(),
   };
   if (m.runtimeMs > 0) v.runtime_ms = m.runtimeMs;
+  if (m.boundary) v.boundary = true;
   return v;
 }
 
@@ -161,6 +164,8 @@ export interface ModelView {
   model: string;
   base_url: string | null;
   context_limit: number | null;
+  /** Compaction threshold, percent of the context limit; null = the default (70). */
+  compact_threshold_percent: number | null;
   is_default: boolean;
   enabled: boolean;
   /** Integer micro-dollars per million tokens. */
@@ -179,6 +184,7 @@ export function modelView(r: Record<string, unknown>): ModelView {
     model: r.model as string,
     base_url: (r.base_url as string | null) ?? null,
     context_limit: (r.context_limit as number | null) ?? null,
+    compact_threshold_percent: (r.compact_threshold_percent as number | null) ?? null,
     is_default: r.is_default as boolean,
     enabled: r.enabled as boolean,
     input_price_per_mtok_micros: Number(r.input_price_per_mtok_micros),
