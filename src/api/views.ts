@@ -6,6 +6,7 @@ import type { Chat } from "../chatd/chats.ts";
 import { withoutCredentials } from "./agent-url.ts";
 import { retryingOf, type QueuedMessage, type Retrying } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
+import type { ContextView } from "../chatd/prompt/index.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
 
@@ -46,6 +47,11 @@ export interface ChatView {
    * in a row, the last failure in words, and when the next attempt starts; null otherwise.
    */
   retrying: Retrying | null;
+  /**
+   * `GET /chats/{id}` only: the chat's context snapshot (its instruction files' paths and sizes,
+   * when it was taken), null before its first model step.
+   */
+  context?: ContextView | null;
 }
 
 export function chatView(c: Chat): ChatView {

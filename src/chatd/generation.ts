@@ -22,6 +22,7 @@ import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.
 import {
   captureSnapshot,
   compactionDue,
+  CONTEXT_CAPTURE_TIMEOUT_MS,
   compactionRequest,
   ContextTooLongError,
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
@@ -154,7 +155,12 @@ async function chatSnapshot(
   if (kept) return kept.snapshot;
   const client = await deps.resolveAgent(chat);
   try {
-    const taken = await captureSnapshot(deps.db, client, signal);
+    const taken = await captureSnapshot(
+      deps.db,
+      client,
+      signal,
+      Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
+    );
     return (await keepFirstSnapshot(deps.db, chat.id, taken)).snapshot;
   } catch (err) {
     signal.throwIfAborted();

@@ -12,6 +12,7 @@ import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";
 import type { EpisodeView } from "./stream.ts";
 import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
+import { loadSnapshot } from "./prompt/index.ts";
 import { finishInterruption, readForTask } from "./transitions/index.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
@@ -100,11 +101,12 @@ async function cancelBatch(
 ): Promise<NewMessage[]> {
   const client = await deps.resolveAgent(chat);
   const ageMs = await toolCallAgeMs(deps.db, open.message.id);
+  const workspaceDir = (await loadSnapshot(deps.db, chat.id))?.snapshot.environment?.directory;
   // A call counts as started unless its cancel proves it never reached the agent.
   const started: boolean[] = open.calls.map(() => true);
   const results = await Promise.all(
     open.calls.map((call, i) =>
-      resultFor(deps, client, chat, open.message, ageMs, signal, call, (s) => {
+      resultFor(deps, client, chat, open.message, ageMs, signal, call, workspaceDir, (s) => {
         started[i] = s;
       }),
     ),
@@ -129,6 +131,7 @@ async function resultFor(
   toolCallAgeMs: number,
   signal: AbortSignal,
   call: ToolCallPart,
+  workspaceDir: string | undefined,
   onStarted: (started: boolean) => void,
 ): Promise<ToolResult> {
   if (!client) {
@@ -143,6 +146,7 @@ async function resultFor(
       clock: deps.clock,
       agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
       signal,
+      ...(workspaceDir !== undefined && { workspaceDir }),
     },
     { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
     { onStarted },

@@ -11,7 +11,7 @@ import {
 } from "../../contract/index.ts";
 import type { Database, Queryable } from "../db/index.ts";
 
-/** How long a capture waits for the agent's answer. */
+/** How long a capture waits for the agent's answer at most (also never above the answer timeout). */
 export const CONTEXT_CAPTURE_TIMEOUT_MS = 10_000;
 /** The organisation's instructions are cut to this many bytes (the API refuses more). */
 export const ORGANIZATION_INSTRUCTIONS_MAX_BYTES = 32 * 1024;
@@ -92,12 +92,13 @@ export async function captureSnapshot(
   db: Queryable,
   client: AgentClient | undefined,
   signal: AbortSignal,
+  timeoutMs: number = CONTEXT_CAPTURE_TIMEOUT_MS,
 ): Promise<ContextSnapshot> {
   const organization = await organizationInstructions(db);
   if (!client) return { environment: null, files: [], organization };
   let answer: ContextResponse;
   try {
-    answer = await client.context({ signal, timeoutMs: CONTEXT_CAPTURE_TIMEOUT_MS });
+    answer = await client.context({ signal, timeoutMs });
   } catch (err) {
     if (err instanceof AgentHttpError && err.status === 404) {
       return {
