@@ -268,3 +268,60 @@ describeDatabases("the prompt", (db) => {
     expect(boundaries(await loadHistory(db(), chatId))).toHaveLength(1);
   });
 });
+
+describeDatabases("a long scripted chat", (db) => {
+  it("200 model steps stay under the context limit: each step past the threshold is followed by one compaction", async () => {
+    const { fake, setup } = await env(db);
+    const limit = 3_000; // threshold: 70 % = 2,100 tokens
+    await setModel(db(), setup.modelConfigId, { contextLimit: limit });
+    const steps = 200;
+    let step = 0;
+    fake.respond((req): FakeStep => {
+      if (isCompaction(req)) return { text: `SUMMARY after step ${step}: echoed 1..${step}.` };
+      step += 1;
+      if (step <= steps)
+        return {
+          toolCalls: [{ id: `c${step}`, name: "execute", args: { command: `echo step-${step}` } }],
+        };
+      return { text: "Done." };
+    });
+    const chatId = await startChat(db(), setup, "echo 200 times");
+    const { chat } = await settle(db(), chatId, 240_000);
+    expect(chat.status).toBe("waiting");
+    const history = await loadHistory(db(), chatId);
+    const prompts = history.filter((m) => m.role === "assistant").map((m) => m.promptTokens!);
+    const threshold = (limit * 70) / 100;
+    const over = prompts.filter((p) => p >= threshold).length;
+    const compactions = boundaries(history).length;
+    const figures = {
+      model_steps: prompts.length,
+      context_limit: limit,
+      threshold,
+      max_prompt: Math.max(...prompts),
+      mean_prompt: Math.round(prompts.reduce((a, b) => a + b, 0) / prompts.length),
+      steps_at_or_over_threshold: over,
+      compactions,
+      max_prompt_after_a_compaction: Math.max(
+        ...history.flatMap((m, i) =>
+          m.boundary
+            ? history
+                .slice(i + 1)
+                .filter((n) => n.role === "assistant")
+                .slice(0, 1)
+                .map((n) => n.promptTokens!)
+            : [],
+        ),
+      ),
+      messages: history.length,
+      compaction_requests: fake.requests.filter(isCompaction).length,
+    };
+    console.log(`200-step chat (${db().kind}): ${JSON.stringify(figures)}`);
+    expect(prompts).toHaveLength(steps + 1);
+    expect(Math.max(...prompts)).toBeLessThan(limit);
+    expect(compactions).toBeGreaterThan(0);
+    // Every crossing compacts exactly once, and the prompt after it is back under the threshold.
+    expect(compactions).toBe(over);
+    expect(figures.compaction_requests).toBe(compactions);
+    expect(figures.max_prompt_after_a_compaction).toBeLessThan(threshold);
+  }, 300_000);
+});
