@@ -3,6 +3,9 @@
 // is an in-memory AI SDK loop that calls the same agent through the same tool code with the
 // same fake model server, with no database, worker or runner. Run on PGlite, and on Postgres
 // when TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL) is set. Target: within 2x.
+// Then the same steps in chats that already hold `--earlier` (1,000) messages before a
+// compaction boundary, next to fresh chats: a step reads history from the boundary on, so
+// its cost does not grow with the chat's length (docs/prompt.md).
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -13,7 +16,13 @@ import { streamText, type ModelMessage } from "ai";
 import { openDatabase, type Database } from "../src/chatd/db/index.ts";
 import { StreamBuffer } from "../src/chatd/stream.ts";
 import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
-import { createChat, loadChat, loadHistory } from "../src/chatd/transitions/index.ts";
+import {
+  createChat,
+  loadChat,
+  loadHistory,
+  loadModelHistory,
+  sendMessage,
+} from "../src/chatd/transitions/index.ts";
 import { Worker } from "../src/chatd/worker/worker.ts";
 import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
 import { FREE } from "../src/chatd/billing.ts";
@@ -21,7 +30,7 @@ import { createLanguageModel } from "../src/model/index.ts";
 import { startFakeProvider } from "../test/support/fake-provider.ts";
 import { fmt, numberFlags, startAgent, stats } from "./support.ts";
 
-const { chats, steps } = numberFlags({ chats: 20, steps: 5 });
+const { chats, steps, earlier } = numberFlags({ chats: 20, steps: 5, earlier: 1_000 });
 
 const fake = await startFakeProvider();
 let callSeq = 0;
@@ -90,8 +99,47 @@ async function inMemoryTurn(): Promise<number[]> {
   return perStep;
 }
 
+/**
+ * Puts `n` earlier messages (user and assistant text, then one tool result each tenth) and a
+ * compaction boundary after them into an idle chat, as a long chat that compacted has.
+ */
+async function seedEarlier(db: Database, chatId: string, n: number): Promise<void> {
+  await db.query(
+    `INSERT INTO chat_messages (chat_id, role, visibility, content)
+     SELECT $1, CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END, 'both',
+            jsonb_build_array(jsonb_build_object('type', 'text', 'text', repeat('earlier message ', 20) || i))
+     FROM generate_series(1, $2::int) AS i ORDER BY i`,
+    [chatId, n],
+  );
+  await db.query(
+    `INSERT INTO chat_messages (chat_id, role, visibility, content, boundary)
+     VALUES ($1, 'system', 'both', $2, true)`,
+    [
+      chatId,
+      JSON.stringify([
+        {
+          type: "compaction",
+          summary: "The user asked for earlier things; all done.",
+          messages_compacted: n,
+          prompt_tokens_before: null,
+          reason: "threshold",
+          turn_complete: true,
+        },
+      ]),
+    ],
+  );
+}
+
 /** The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. */
-async function durableTurns(db: Database): Promise<number[]> {
+async function durableTurns(db: Database, o: { earlier?: number } = {}): Promise<number[]> {
+  return (await durableTurnsOf(db, [o.earlier ?? 0]))[0]!;
+}
+
+/**
+ * `chats` chats for each entry of `earlier` (that many earlier messages before a boundary, 0:
+ * a fresh chat), interleaved so that both kinds see the same machine; per-step times by entry.
+ */
+async function durableTurnsOf(db: Database, earlierOf: number[]): Promise<number[][]> {
   const userId = randomUUID();
   const workspaceId = randomUUID();
   const modelId = randomUUID();
@@ -118,23 +166,30 @@ async function durableTurns(db: Database): Promise<number[]> {
     resolveAgent: async () => client,
   });
   await worker.start();
-  const perStep: number[] = [];
+  const perStep: number[][] = earlierOf.map(() => []);
   try {
-    for (let c = 0; c < chats; c++) {
+    for (let k = 0; k < chats * earlierOf.length; k++) {
+      const slot = k % earlierOf.length;
+      const n = earlierOf[slot]!;
       const chat = await createChat(db, {
         ownerId: userId,
         workspaceId,
         modelConfigId: modelId,
-        message: "go",
+        ...(n === 0 && { message: "go" }),
       });
+      if (n > 0) {
+        await seedEarlier(db, chat.id, n);
+        await sendMessage(db, chat.id, userId, "go", "queue");
+      }
       while ((await loadChat(db, chat.id))!.status !== "waiting")
         await new Promise((r) => setTimeout(r, 20));
       // Step i ends when its result commits; the database clock stamps every commit.
       const history = await loadHistory(db, chat.id);
-      const marks = history
+      const since = history.slice(history.findLastIndex((h) => h.boundary) + 1);
+      const marks = since
         .filter((h) => h.role === "user" || h.content.some((p) => p.type === "tool-result"))
         .map((h) => h.createdAt.getTime());
-      for (let i = 1; i < marks.length; i++) perStep.push(marks[i]! - marks[i - 1]!);
+      for (let i = 1; i < marks.length; i++) perStep[slot]!.push(marks[i]! - marks[i - 1]!);
     }
   } finally {
     await worker.stop();
@@ -164,6 +219,30 @@ try {
     console.log(line("durable loop, PGlite (embedded)", durable, memory));
     console.log(
       `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on PGlite`,
+    );
+    // A long chat (compacted) next to a fresh one, on the same database.
+    const [fresh, long] = (await durableTurnsOf(pglite, [0, earlier])) as [number[], number[]];
+    console.log(line("durable loop, fresh chats", fresh));
+    console.log(line(`durable loop, ${earlier} earlier messages`, long, fresh));
+    const r = await pglite.query<{ id: string }>(
+      "SELECT chat_id AS id FROM chat_messages GROUP BY chat_id ORDER BY count(*) DESC LIMIT 1",
+    );
+    const longest = r.rows[0]!.id;
+    const read = async (f: () => Promise<unknown>) => {
+      const t: number[] = [];
+      for (let i = 0; i < 50; i++) {
+        const t0 = performance.now();
+        await f();
+        t.push(performance.now() - t0);
+      }
+      return t;
+    };
+    const whole = await read(() => loadHistory(pglite, longest));
+    const bounded = await read(() => loadModelHistory(pglite, longest));
+    console.log(line(`read the whole history (${earlier}+)`, whole));
+    console.log(line("read a step's history (boundary on)", bounded, whole));
+    console.log(
+      `target: a step of a ${earlier}-message chat within 1.25x of a fresh chat's: ${stats(long).median / stats(fresh).median <= 1.25 ? "MET" : "NOT MET"} on PGlite`,
     );
   } finally {
     await pglite.close();
