@@ -52,6 +52,7 @@ const DB = [
   "src/api/models.test.ts",
   "src/api/offboarding.test.ts",
   "src/api/openapi.test.ts",
+  "src/api/prompt.test.ts",
   "src/api/relay.test.ts",
   "src/api/stream.test.ts",
   "src/api/templates.test.ts",
