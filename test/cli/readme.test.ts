@@ -8,7 +8,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { BIN, startServerProcess, type ServerProcess } from "../support/server.ts";
+import { api, BIN, startServerProcess, type ServerProcess } from "../support/server.ts";
 
 const README = path.resolve(import.meta.dirname, "../../README.md");
 const cleanups: (() => Promise<void>)[] = [];
@@ -69,4 +69,34 @@ it("the README's demo examples run as written with the demo model", async () => 
   expect(read.out).not.toContain("absolute path");
   expect(read.out).toContain(`Read ${path.join(workspace, "README.md")}:`);
   expect(read.out).toContain("First line: # Tether");
+
+  // /compact on that chat: the demo model writes the summary, the list marks the boundary.
+  const chatId = /chat ([0-9a-f-]{36})/.exec(read.out)![1]!;
+  const token = (await readFile(path.join(home, "config", "tether", "cli-token"), "utf8")).trim();
+  expect(
+    (
+      await api<{ status: string }>(
+        server.url,
+        token,
+        "POST",
+        `/api/v1/chats/${chatId}/compact`,
+        {},
+      )
+    ).status,
+  ).toBe("running");
+  let messages: { boundary?: boolean; parts: { type: string; summary?: string }[] }[] = [];
+  for (let i = 0; i < 200 && !messages.some((m) => m.boundary); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    messages = (
+      await api<{ messages: typeof messages }>(
+        server.url,
+        token,
+        "GET",
+        `/api/v1/chats/${chatId}/messages`,
+      )
+    ).messages;
+  }
+  const summary = messages.find((m) => m.boundary)!.parts[0]!.summary!;
+  expect(summary).toContain("read README.md");
+  expect(summary).toContain("read_file");
 }, 120_000);
