@@ -29,6 +29,7 @@ const UNIT = [
   "src/chatd/tools/declarations.test.ts",
   "src/chatd/tools/duration.test.ts",
   "src/chatd/tools/truncate.test.ts",
+  "src/chatd/prompt/**/*.test.ts",
   "test/chaos/checker.test.ts",
   "test/support/fake-provider.test.ts",
   "test/web/build.test.ts",

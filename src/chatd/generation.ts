@@ -28,7 +28,6 @@ import {
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
   isContextTooLong,
-  keepFirstSnapshot,
   loadSnapshot,
   sinceBoundary,
   systemPrompt,
@@ -42,6 +41,7 @@ import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
   commitCompaction,
   commitStep,
+  keepContextSnapshot,
   finishTurn,
   readForTask,
   recordGenerationAttempt,
@@ -106,7 +106,9 @@ export async function generationTask(
   const { chat, history } = await readForTask(deps.db, fence);
   const open = unresolvedToolCalls(history);
   if (open) {
-    const kept = await chatSnapshot(deps, chat, signal);
+    // The snapshot was taken before the model step that made these calls (a chat from before
+    // snapshots has none: its file tools then take absolute paths only).
+    const kept = (await loadSnapshot(deps.db, chat.id))?.snapshot;
     return runBatch(deps, fence, chat, open.message, open.calls, signal, kept);
   }
   // Never while a call is unresolved (above): a compaction is the next action once one is due.
@@ -126,8 +128,22 @@ export async function generationTask(
     return;
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
-  const kept = await chatSnapshot(deps, chat, signal);
+  const kept = await chatSnapshot(deps, fence, chat, signal);
+  if (kept === "kept") return; // its own action: the next task calls the model with it
   return callModel(deps, fence, chat, history, signal, resolved, budgetOf(resolved), kept);
+}
+
+/**
+ * How many bytes one tool result of this chat may take: a tenth of its model's context, never
+ * more than the server's budget (the server's budget when the model cannot be resolved).
+ */
+export async function toolResultBudgetOf(deps: GenerationDeps, chat: Chat): Promise<number> {
+  try {
+    const budget = budgetOf(await deps.resolveModel(chat));
+    return toolResultBudgetBytes(budget.limitTokens, deps.toolResultBudgetBytes);
+  } catch {
+    return deps.toolResultBudgetBytes;
+  }
 }
 
 /** The turn is complete when the model's last word is an answer, not a tool call. */
@@ -142,26 +158,28 @@ export function turnComplete(history: ChatMessage[]): boolean {
 }
 
 /**
- * The chat's context snapshot: the kept one, else one taken now and kept (the first capture of
- * a chat wins). An agent that cannot be reached leaves nothing kept: this step's prompt says
- * so, and the next step tries again.
+ * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
+ * "kept": the model step is the next task, so a model attempt never waits for the agent's
+ * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
+ * step's prompt says so, and the next step tries again.
  */
 async function chatSnapshot(
   deps: GenerationDeps,
+  fence: Fence,
   chat: Chat,
   signal: AbortSignal,
-): Promise<ContextSnapshot> {
+): Promise<ContextSnapshot | "kept"> {
   const kept = await loadSnapshot(deps.db, chat.id);
   if (kept) return kept.snapshot;
   const client = await deps.resolveAgent(chat);
+  let taken: ContextSnapshot;
   try {
-    const taken = await captureSnapshot(
+    taken = await captureSnapshot(
       deps.db,
       client,
       signal,
       Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
     );
-    return (await keepFirstSnapshot(deps.db, chat.id, taken)).snapshot;
   } catch (err) {
     signal.throwIfAborted();
     deps.log.warn(
@@ -177,6 +195,8 @@ async function chatSnapshot(
         "paths, and expect tool calls to report the agent unreachable.",
     };
   }
+  await keepContextSnapshot(deps.db, fence, taken);
+  return "kept";
 }
 
 /** A step's prompt size as the provider reported it: input + cache read + cache write. */
@@ -376,10 +396,10 @@ async function runBatch(
   message: ChatMessage,
   calls: ToolCallPart[],
   signal: AbortSignal,
-  snapshot: ContextSnapshot,
+  snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
-  const workspaceDir = snapshot.environment?.directory;
+  const workspaceDir = snapshot?.environment?.directory;
   if (client) await auditToolCalls(deps.db, chat, message.id, calls);
   const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
@@ -449,11 +469,10 @@ async function runBatch(
       };
     }),
   );
-  const budget = budgetOf(await deps.resolveModel(chat));
   const messages = batchMessages(
     calls,
     outcomes.map((o) => o.result),
-    toolResultBudgetBytes(budget.limitTokens, deps.toolResultBudgetBytes),
+    await toolResultBudgetOf(deps, chat),
     outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
   await commitStep(deps.db, fence, messages);

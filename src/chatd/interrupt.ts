@@ -6,7 +6,7 @@ import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
-import type { GenerationDeps } from "./generation.ts";
+import { toolResultBudgetOf, type GenerationDeps } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";
@@ -120,7 +120,7 @@ async function cancelBatch(
       return s.billable === true ? { start: s.startedAt, end: s.endedAt } : undefined;
     return started[i] ? { start: s.startedAt, end: interruptedAt } : undefined;
   });
-  return batchMessages(open.calls, results, deps.toolResultBudgetBytes, intervals);
+  return batchMessages(open.calls, results, await toolResultBudgetOf(deps, chat), intervals);
 }
 
 async function resultFor(

@@ -116,19 +116,6 @@ export async function captureSnapshot(
   return { environment, files, organization };
 }
 
-/** Keeps the chat's first snapshot (a later capture of the same chat keeps the first one). */
-export async function keepFirstSnapshot(
-  db: Database,
-  chatId: string,
-  snapshot: ContextSnapshot,
-): Promise<{ snapshot: ContextSnapshot; capturedAt: Date }> {
-  await db.query(
-    `INSERT INTO chat_contexts (chat_id, snapshot) VALUES ($1, $2) ON CONFLICT (chat_id) DO NOTHING`,
-    [chatId, JSON.stringify(snapshot)],
-  );
-  return (await loadSnapshot(db, chatId))!;
-}
-
 /** Replaces the chat's snapshot (a refresh). */
 export async function replaceSnapshot(
   db: Database,

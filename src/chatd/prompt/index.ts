@@ -9,7 +9,6 @@ export {
   ORGANIZATION_INSTRUCTIONS_MAX_BYTES,
   captureSnapshot,
   contextView,
-  keepFirstSnapshot,
   loadSnapshot,
   organizationInstructions,
   replaceSnapshot,

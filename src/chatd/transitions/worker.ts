@@ -130,6 +130,24 @@ export async function commitCompaction(
   });
 }
 
+/**
+ * Keeps the chat's first context snapshot (docs/prompt.md), fenced like a step; a snapshot
+ * already kept wins. A transition, so the runner starts the next task (the model step) at once.
+ */
+export async function keepContextSnapshot(
+  db: Database,
+  fence: Fence,
+  snapshot: unknown,
+): Promise<void> {
+  await transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    await l.tx.query(
+      "INSERT INTO chat_contexts (chat_id, snapshot) VALUES ($1, $2) ON CONFLICT (chat_id) DO NOTHING",
+      [fence.chatId, JSON.stringify(snapshot)],
+    );
+  });
+}
+
 /** Counts a generation attempt for the current history (the stream buffer's episode key). */
 export async function recordGenerationAttempt(db: Database, fence: Fence): Promise<number> {
   return transition(db, fence.chatId, async (l) => {
