@@ -6,6 +6,9 @@
 // Then the same steps in chats that already hold `--earlier` (1,000) messages before a
 // compaction boundary, next to fresh chats: a step reads history from the boundary on, so
 // its cost does not grow with the chat's length (docs/prompt.md).
+// Also prints the worker's database round trips per step, by statement (the whole run's
+// statements, the final text step, turn finish and the 50 ms acquisition poll included, over
+// chats x steps), and its committed transactions per turn.
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -28,6 +31,7 @@ import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contrac
 import { FREE } from "../src/chatd/billing.ts";
 import { createLanguageModel } from "../src/model/index.ts";
 import { startFakeProvider } from "../test/support/fake-provider.ts";
+import { CountingDatabase, roundTripLines } from "./round-trips.ts";
 import { fmt, numberFlags, startAgent, stats } from "./support.ts";
 
 const { chats, steps, earlier } = numberFlags({ chats: 20, steps: 5, earlier: 1_000 });
@@ -130,16 +134,25 @@ async function seedEarlier(db: Database, chatId: string, n: number): Promise<voi
   );
 }
 
-/** The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. */
-async function durableTurns(db: Database, o: { earlier?: number } = {}): Promise<number[]> {
-  return (await durableTurnsOf(db, [o.earlier ?? 0]))[0]!;
+/**
+ * The durable loop: a worker on `db`; per-step times from the tool results' commit stamps. The
+ * worker's statements are counted (the benchmark's own reads and the API's create are not).
+ */
+async function durableTurns(
+  db: Database,
+): Promise<{ perStep: number[]; counted: CountingDatabase }> {
+  const { perStep, counted } = await durableTurnsOf(db, [0]);
+  return { perStep: perStep[0]!, counted };
 }
 
 /**
  * `chats` chats for each entry of `earlier` (that many earlier messages before a boundary, 0:
  * a fresh chat), interleaved so that both kinds see the same machine; per-step times by entry.
  */
-async function durableTurnsOf(db: Database, earlierOf: number[]): Promise<number[][]> {
+async function durableTurnsOf(
+  db: Database,
+  earlierOf: number[],
+): Promise<{ perStep: number[][]; counted: CountingDatabase }> {
   const userId = randomUUID();
   const workspaceId = randomUUID();
   const modelId = randomUUID();
@@ -156,8 +169,9 @@ async function durableTurnsOf(db: Database, earlierOf: number[]): Promise<number
     [modelId, fake.url],
   );
   const m = model();
+  const counted = new CountingDatabase(db);
   const worker = new Worker({
-    db,
+    db: counted,
     buffer: new StreamBuffer(),
     agentAnswerTimeoutMs: 60_000,
     toolResultBudgetBytes: 32 * 1024,
@@ -167,6 +181,7 @@ async function durableTurnsOf(db: Database, earlierOf: number[]): Promise<number
   });
   await worker.start();
   const perStep: number[][] = earlierOf.map(() => []);
+  counted.start();
   try {
     for (let k = 0; k < chats * earlierOf.length; k++) {
       const slot = k % earlierOf.length;
@@ -192,9 +207,10 @@ async function durableTurnsOf(db: Database, earlierOf: number[]): Promise<number
       for (let i = 1; i < marks.length; i++) perStep[slot]!.push(marks[i]! - marks[i - 1]!);
     }
   } finally {
+    counted.stop();
     await worker.stop();
   }
-  return perStep;
+  return { perStep, counted };
 }
 
 function line(name: string, samples: number[], base?: number[]): string {
@@ -215,13 +231,16 @@ try {
   console.log(line("in-memory AI SDK loop (baseline)", memory));
   const pglite = await openDatabase({});
   try {
-    const durable = await durableTurns(pglite);
+    const { perStep: durable, counted } = await durableTurns(pglite);
     console.log(line("durable loop, PGlite (embedded)", durable, memory));
+    for (const l of roundTripLines(counted, chats * steps, "step")) console.log(l);
+    console.log(`committed transactions per turn: ${fmt(counted.commits / chats, 2)}`);
     console.log(
       `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on PGlite`,
     );
     // A long chat (compacted) next to a fresh one, on the same database.
-    const [fresh, long] = (await durableTurnsOf(pglite, [0, earlier])) as [number[], number[]];
+    const { perStep: byKind } = await durableTurnsOf(pglite, [0, earlier]);
+    const [fresh, long] = byKind as [number[], number[]];
     console.log(line("durable loop, fresh chats", fresh));
     console.log(line(`durable loop, ${earlier} earlier messages`, long, fresh));
     const r = await pglite.query<{ id: string }>(
@@ -252,8 +271,10 @@ try {
     const schema = `bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
     const pg = await openDatabase({ postgresUrl: url, schema });
     try {
-      const durable = await durableTurns(pg);
+      const { perStep: durable, counted } = await durableTurns(pg);
       console.log(line("durable loop, Postgres", durable, memory));
+      for (const l of roundTripLines(counted, chats * steps, "step")) console.log(l);
+      console.log(`committed transactions per turn: ${fmt(counted.commits / chats, 2)}`);
       console.log(
         `target: within 2x of the in-memory loop: ${stats(durable).median / stats(memory).median <= 2 ? "MET" : "NOT MET"} on Postgres`,
       );

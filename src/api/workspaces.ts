@@ -192,18 +192,23 @@ export function workspaceRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(WorkspacePatch, request.body, "body");
+    const refuseTemplateAgent = (w: Record<string, unknown>) => {
+      if (w.template_id && (body.agent_url !== undefined || body.agent_token !== undefined))
+        throw new ApiError(400, "A template workspace's agent dials in: it has no URL or token.");
+    };
     // Checked (and resolved) before the row is locked; whether it is a new URL is known inside.
-    const checkedAs =
-      body.agent_url === undefined
-        ? undefined
-        : await checkAgentUrl(urlRules, isStaff(user), body.agent_url);
+    // A template workspace (template_id never changes) has no URL to check.
+    let checkedAs: string | undefined;
+    if (body.agent_url !== undefined) {
+      refuseTemplateAgent(await visibleWorkspace(ctx.db, user, id, false));
+      checkedAs = await checkAgentUrl(urlRules, isStaff(user), body.agent_url);
+    }
     const row = await ctx.db.transaction(async (tx) => {
       const old = await visibleWorkspace(tx, user, id, true);
       if (!isStaff(user) && (old.owner_id !== user.id || body.shared !== undefined)) {
         throw new ApiError(403, "Only its owner changes a workspace; only an admin shares one.");
       }
-      if (old.template_id && (body.agent_url !== undefined || body.agent_token !== undefined))
-        throw new ApiError(400, "A template workspace's agent dials in: it has no URL or token.");
+      refuseTemplateAgent(old);
       const repointed = body.agent_url !== undefined && body.agent_url !== old.agent_url;
       if (repointed && body.agent_token === undefined && old.agent_token !== null) {
         throw ApiError.coded(

@@ -78,6 +78,7 @@ export class LocalAgentSupervisor {
   readonly #file: string;
   readonly #log: string;
   #current: LocalAgent | undefined;
+  #launching: Promise<LocalAgent> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -87,21 +88,39 @@ export class LocalAgentSupervisor {
     this.#log = path.join(o.dataDir, "local-agent.log");
   }
 
-  /** Re-adopts the agent an earlier server left, or starts one; then keeps it alive. */
+  /**
+   * Re-adopts the agent an earlier server left, or starts one, without telling onChange: what
+   * a server runs while its database opens, so the agent's start and warm-up overlap it. Once
+   * only; start() continues from it.
+   */
+  launch(): Promise<LocalAgent> {
+    this.#launching ??= (async () => {
+      await mkdir(this.#o.dataDir, { recursive: true, mode: 0o700 });
+      const agent = (await this.#adopt()) ?? (await this.#spawn());
+      this.#current = agent;
+      return agent;
+    })();
+    return this.#launching;
+  }
+
+  /** launch(), then tells onChange and keeps the agent alive. */
   async start(): Promise<LocalAgent> {
-    await mkdir(this.#o.dataDir, { recursive: true, mode: 0o700 });
-    const agent = (await this.#adopt()) ?? (await this.#spawn());
-    this.#current = agent;
+    const agent = await this.launch();
+    if (this.#stopped) throw new Error("The local workspace agent was stopped while starting.");
     await this.#o.onChange(agent);
     this.#timer = setInterval(() => void this.#check(), AGENT_CHECK_INTERVAL_MS);
     this.#timer.unref();
     return agent;
   }
 
-  /** Graceful stop: the agent (and with it every process it started) stops too. */
+  /**
+   * Graceful stop: the agent (and with it every process it started) stops too; one still being
+   * launched is stopped once it answers.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
+    await this.#launching?.catch(() => undefined);
     const a = this.#current;
     if (!a) return;
     try {

@@ -1,12 +1,12 @@
-// The `tether` command line (API.md): one subcommand per component.
+// The `tether` command line (API.md): one subcommand per component. Each command imports its
+// component when it runs, so `tether agent` never loads the server's modules (start-up time).
 
 import { Command, InvalidArgumentError, Option } from "commander";
-import { runAgent, type AgentCommandOptions } from "./agent.ts";
+import type { AgentCommandOptions } from "./agent.ts";
 import { templatesCommand } from "./templates.ts";
 import { workspacesCommand } from "./workspaces.ts";
-import { runChat } from "./chat.ts";
 import { describeFailure } from "./chat-errors.ts";
-import { runServer, type ServerOptions } from "./server.ts";
+import type { ServerOptions } from "./server.ts";
 import { defaultDataDir, ServerConfigError } from "./server-state.ts";
 import { parseListen } from "./listen.ts";
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from "./log.ts";
@@ -82,6 +82,7 @@ export async function main(argv: string[]): Promise<void> {
     .action(async (o: AgentCommandOptions) => {
       if ((o.listen === undefined) === (o.server === undefined))
         program.error("error: give exactly one of --listen <host:port> and --server <url>");
+      const { runAgent } = await import("./agent.ts");
       await runAgent(o);
     });
 
@@ -184,6 +185,7 @@ TERM, TZ, TMPDIR): no key, database URL or TETHER_* secret of the server reaches
           "workspaceDir" | "clock" | "log" | "secretKey" | "oldSecretKeys" | "childUmask"
         > & { workspaceDir?: string },
       ) => {
+        const { runServer } = await import("./server.ts");
         try {
           await runServer({
             ...o,
@@ -219,6 +221,7 @@ TERM, TZ, TMPDIR): no key, database URL or TETHER_* secret of the server reaches
         o: { server: string; token?: string; chat?: string; workspace?: string; json?: boolean },
       ) => {
         try {
+          const { runChat } = await import("./chat.ts");
           await runChat(message, o);
         } catch (err) {
           // One line that says what went wrong and what to do; no stack trace.

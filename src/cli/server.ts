@@ -45,7 +45,7 @@ import {
   restrictModes,
   ServerConfigError,
 } from "./server-state.ts";
-import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
+import { ensureDefaultModel, hasLocalWorkspace, upsertLocalWorkspace } from "./setup.ts";
 import { ensureWebBuilt } from "./web-build.ts";
 
 export const DEFAULT_AGENT_ANSWER_TIMEOUT_MS = 60_000;
@@ -146,14 +146,35 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       embeddedDataDir: o.postgresUrl ? undefined : o.dataDir,
     }),
   );
-  const db = await openDatabase(
-    o.postgresUrl ? { postgresUrl: o.postgresUrl } : { dataDir: path.join(o.dataDir, "db") },
-  );
+  // The local agent starts first: its process start and its warm-up (AGENT_WARMUP_MS) take
+  // seconds, which overlap the database's open instead of following it.
+  const supervisor = o.localWorkspace
+    ? new LocalAgentSupervisor({
+        dataDir: o.dataDir,
+        workspaceDir,
+        secrets,
+        ...(o.childUmask !== undefined && { umask: o.childUmask }),
+        onChange: async (a) => {
+          await upsertLocalWorkspace(db, a.url, a.token, secrets);
+          log.info({ url: a.url, pid: a.pid, adopted: a.adopted }, "local workspace agent");
+        },
+      })
+    : undefined;
+  supervisor?.launch().catch(() => undefined); // its failure is start()'s, below
+  let db: Database;
+  try {
+    db = await openDatabase(
+      o.postgresUrl ? { postgresUrl: o.postgresUrl } : { dataDir: path.join(o.dataDir, "db") },
+    );
+  } catch (err) {
+    await supervisor?.stop();
+    throw err;
+  }
   // Other replicas relay this one's live parts through its internal route, with the secret.
   let secret: string;
   try {
     // PGlite writes the files of a new database world-writable: every start restricts them.
-    if (!o.postgresUrl) await restrictModes(o.dataDir);
+    if (!o.postgresUrl) restrictModes(o.dataDir);
     // Plaintext from an older database is sealed; what an old key sealed is sealed again.
     const sealed = await sealAtRest(db, secrets);
     if (sealed.sealed + sealed.resealed > 0) {
@@ -168,27 +189,25 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     // Before anything starts: a server without the key its replicas use refuses here.
     secret = await replicaSecret(db, secrets);
   } catch (err) {
+    await supervisor?.stop();
     await db.close();
     if (err instanceof SecretOpenError) throw new ServerConfigError(err.message);
     throw err;
   }
-  const spec = o.model ?? defaultModelSpec();
-  await ensureDefaultModel(db, parseModelSpec(spec), o.modelBaseUrl, o.model !== undefined);
-
-  let supervisor: LocalAgentSupervisor | undefined;
   let localAgent: LocalAgent | undefined;
-  if (o.localWorkspace) {
-    supervisor = new LocalAgentSupervisor({
-      dataDir: o.dataDir,
-      workspaceDir,
-      secrets,
-      ...(o.childUmask !== undefined && { umask: o.childUmask }),
-      onChange: async (a) => {
-        await upsertLocalWorkspace(db, a.url, a.token, secrets);
-        log.info({ url: a.url, pid: a.pid, adopted: a.adopted }, "local workspace agent");
-      },
-    });
-    localAgent = await supervisor.start();
+  let localAgentStarted: Promise<LocalAgent> | undefined;
+  try {
+    const spec = o.model ?? defaultModelSpec();
+    await ensureDefaultModel(db, parseModelSpec(spec), o.modelBaseUrl, o.model !== undefined);
+    localAgentStarted = supervisor?.start();
+    localAgentStarted?.catch(() => undefined); // awaited below
+    // On a first start there is no local workspace yet: a chat made before its agent answers
+    // would get none, so the API waits for it (below, it need not).
+    if (localAgentStarted && !(await hasLocalWorkspace(db))) localAgent = await localAgentStarted;
+  } catch (err) {
+    await supervisor?.stop();
+    await db.close();
+    throw err;
   }
 
   // Keyed by config ID and update time: a changed config (PATCH) makes a new model.
@@ -213,6 +232,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
   const workspaces = new WorkspaceServices({
     db,
+    secrets,
     workerId,
     agents,
     log: log.child({ replica: workerId }),
@@ -299,7 +319,20 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.sessionIdleMs !== undefined && { sessionIdleMs: o.sessionIdleMs }),
     ...(o.webRoot !== undefined && { webRoot: o.webRoot }),
   });
-  const url = await api.listen({ host, port });
+  // The API answers from here. A local workspace registered by an earlier start keeps its old
+  // agent address until the new agent answers; the worker starts only after that, so no tool
+  // call goes to the old one (the API only reads through it: process output, health).
+  let url: string;
+  try {
+    url = await api.listen({ host, port });
+    localAgent = await localAgentStarted;
+  } catch (err) {
+    await api.close();
+    await supervisor?.stop();
+    agents.close();
+    await db.close();
+    throw err;
+  }
   // With the embedded database this process is the only replica: take over every unfinished
   // chat at once instead of waiting for the old leases to expire.
   await worker.start({ takeOverAll: !o.postgresUrl, address: o.advertiseUrl ?? url });
@@ -332,7 +365,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       agents.close();
       await db.close();
       // PGlite makes some files (WAL segments) world-readable as it runs: restrict them again.
-      if (!o.postgresUrl) await restrictModes(o.dataDir);
+      if (!o.postgresUrl) restrictModes(o.dataDir);
     },
   };
 }

@@ -3,7 +3,7 @@
 // sealed token, and its owner: the first user, who gets it when created if none exists yet).
 
 import { randomUUID } from "node:crypto";
-import type { Database } from "../chatd/db/index.ts";
+import type { Database, Queryable } from "../chatd/db/index.ts";
 import { SLOTS, type SecretBox } from "../chatd/secrets/index.ts";
 import type { ModelSpec } from "../model/index.ts";
 
@@ -44,6 +44,11 @@ export async function ensureDefaultModel(
  * and owned by the owner (the first user): until one exists it has no owner and nobody may use
  * it, and the first user gets it when created (a trigger, migration 010).
  */
+/** Whether an earlier start registered the local workspace. */
+export async function hasLocalWorkspace(db: Queryable): Promise<boolean> {
+  return (await db.query("SELECT 1 FROM workspaces WHERE local")).rows.length > 0;
+}
+
 export async function upsertLocalWorkspace(
   db: Database,
   url: string,

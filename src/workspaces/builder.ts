@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../contract/index.ts";
 import type { Database, Queryable } from "../chatd/db/index.ts";
+import type { SecretBox } from "../chatd/secrets/index.ts";
 import { mintAgentToken, revokeAgentTokens } from "./agent-tokens.ts";
 import {
   appendBuildLog,
@@ -34,6 +35,8 @@ export const MAX_BUILD_LOG_BYTES = 2 * 1024 * 1024;
 
 export interface BuilderOptions {
   db: Database;
+  /** Seals the Terraform state at rest (state.ts). */
+  secrets: SecretBox;
   /** This replica's worker ID: the holder of the builds it claims. */
   workerId: string;
   /** The address agents dial, passed as tether_server_url. */
@@ -228,7 +231,7 @@ export class Builder {
         result.status === "succeeded" ? result : { status: "failed", error: result.error },
       );
       if ((ours || latest) && result.state !== undefined)
-        await saveState(tx, build.workspaceId, build.id, result.state);
+        await saveState(tx, this.#o.secrets, build.workspaceId, build.id, result.state);
       if (ours && result.status === "succeeded") await this.#succeeded(tx, build);
       return ours;
     });
@@ -260,7 +263,7 @@ export class Builder {
         status: "failed",
         error: `Version ${build.templateVersion} of the workspace's template is gone.`,
       };
-    const state = await loadState(db, build.workspaceId);
+    const state = await loadState(db, this.#o.secrets, build.workspaceId);
     // A start mints the token of its agent (older ones end); a stop or delete ends them all.
     const token = await db.transaction(async (tx) => {
       await revokeAgentTokens(tx, build.workspaceId);

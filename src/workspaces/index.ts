@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { AgentPool } from "../chatd/agents.ts";
 import type { Chat, Fence } from "../chatd/chats.ts";
 import type { Database } from "../chatd/db/index.ts";
+import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { ChatMessage } from "../chatd/messages.ts";
 import { realClock, type Clock } from "../contract/index.ts";
 import { WorkspaceActivity } from "./activity.ts";
@@ -30,6 +31,8 @@ export const TETHER_BIN = path.resolve(import.meta.dirname, "../../bin/tether");
 
 export interface WorkspaceServicesOptions {
   db: Database;
+  /** The server's box: Terraform state is sealed with it at rest. */
+  secrets: SecretBox;
   /** This replica's worker ID (it holds the builds and the lifecycle lease it takes). */
   workerId: string;
   agents: AgentPool;
@@ -98,6 +101,7 @@ export class WorkspaceServices {
     const { db, workerId, log } = this.#o;
     this.#builder = new Builder({
       db,
+      secrets: this.#o.secrets,
       workerId,
       accessUrl: o.accessUrl,
       tetherBin: this.#o.tetherBin ?? TETHER_BIN,

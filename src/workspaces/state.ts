@@ -1,33 +1,31 @@
 // The Terraform state a workspace's builds hand on: the next build starts from the state the
 // last one saved (on success, and on failure when Terraform wrote one), so a failed or cut-off
-// build never makes Terraform forget what it created. The state may hold the agent token
-// (a template that puts it in a resource), so it is sealed before it is stored.
+// build never makes Terraform forget what it created. The state may hold the agent token (a
+// template that puts it in a resource) and whatever else a template's resources return, so it
+// is sealed with the server's SecretBox before it is stored, bound to its workspace's row, and
+// re-sealed with the current key at start like every other secret (SEALED_COLUMNS).
 
 import type { Queryable } from "../chatd/db/index.ts";
-
-// TODO(secrets): seal with the secrets module's AES-GCM (the secrets branch adds it, with
-// TETHER_SECRET_KEY) once it is merged: `seal = (s) => encryptSecret(s)`, `open` the inverse,
-// reading unsealed rows of older databases as they are. Until then the state is stored as is.
-function seal(state: string): string {
-  return state;
-}
-
-function open(stored: string): string {
-  return stored;
-}
+import { SLOTS, type SecretBox } from "../chatd/secrets/index.ts";
 
 /** The workspace's last saved state, or undefined before its first build wrote one. */
-export async function loadState(q: Queryable, workspaceId: string): Promise<string | undefined> {
+export async function loadState(
+  q: Queryable,
+  secrets: SecretBox,
+  workspaceId: string,
+): Promise<string | undefined> {
   const r = await q.query<{ state: string }>(
     "SELECT state FROM workspace_states WHERE workspace_id = $1",
     [workspaceId],
   );
   const row = r.rows[0];
-  return row ? open(row.state) : undefined;
+  // A row of a database from before sealing opens as it is (and is sealed at the next start).
+  return row ? secrets.open(row.state, SLOTS.workspaceState(workspaceId)) : undefined;
 }
 
 export async function saveState(
   q: Queryable,
+  secrets: SecretBox,
   workspaceId: string,
   buildId: string,
   state: string,
@@ -36,6 +34,6 @@ export async function saveState(
     `INSERT INTO workspace_states (workspace_id, state, build_id, updated_at) VALUES ($1, $2, $3, now())
      ON CONFLICT (workspace_id) DO UPDATE SET state = EXCLUDED.state, build_id = EXCLUDED.build_id,
        updated_at = now()`,
-    [workspaceId, seal(state), buildId],
+    [workspaceId, secrets.seal(state, SLOTS.workspaceState(workspaceId)), buildId],
   );
 }

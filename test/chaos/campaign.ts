@@ -1,15 +1,21 @@
 // A fault campaign: shared server replicas on a fresh Postgres database, then scenarios one
-// after the other. A scenario starts its own workspace agents behind fault proxies, runs
-// `concurrency` chats on seeded plans, injects faults at seeded moments (replica SIGKILL and
-// replacement, agent restarts, silent agents, per-request proxy faults, interrupts, messages
+// after the other. A scenario starts its own workspace agents — listening ones behind fault
+// proxies, and dial-out ones (`tether agent --server`) whose connection runs through a TCP
+// front to the live replicas — runs `concurrency` chats on seeded plans, injects faults at
+// seeded moments (replica SIGKILL and replacement, agent restarts, silent agents, per-request
+// proxy faults, dial-out connections cut, cut on an answer, or frozen, interrupts, messages
 // that queue or interrupt; short task-attempt timeouts on some replicas), then stops the
 // faults, lets everything settle, and checks what is left (checker.ts).
 
+import { randomUUID } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import type { Queryable, Row } from "../../src/chatd/db/index.ts";
+import { mintAgentToken } from "../../src/workspaces/agent-tokens.ts";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
+import { hostPort, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { WorkspaceAgent } from "./agents.ts";
 import { check, type ScenarioHistory, type Violation } from "./checker.ts";
 import { readChats, readEvidence } from "./collect.ts";
@@ -30,6 +36,8 @@ export interface CampaignOptions {
   parallel?: number;
   replicas: number;
   agentsPerScenario: number;
+  /** Every `dialoutEvery`-th agent of a scenario (the 2nd, 4th, …) dials out; 0: none does. */
+  dialoutEvery: number;
   /** A Postgres server where the campaign may create and drop its own database. */
   postgresUrl: string;
   leaseMs: number;
@@ -54,6 +62,7 @@ export const DEFAULTS: Omit<CampaignOptions, "seed" | "scenarios" | "postgresUrl
   concurrency: 4,
   replicas: 3,
   agentsPerScenario: 2,
+  dialoutEvery: 2,
   leaseMs: 3_000,
   heartbeatMs: 500,
   agentAnswerTimeoutMs: 3_000,
@@ -80,6 +89,10 @@ export interface Stats {
   /** Interrupts (and interrupting messages) that reached a running chat. */
   interrupts: number;
   chatsInError: number;
+  /** Dial-out agents started, the tool calls of their chats, and their connections made. */
+  dialoutAgents: number;
+  dialoutToolCalls: number;
+  dialoutConnects: number;
 }
 
 export interface CampaignResult {
@@ -104,6 +117,9 @@ class Campaign {
     failovers: 0,
     interrupts: 0,
     chatsInError: 0,
+    dialoutAgents: 0,
+    dialoutToolCalls: 0,
+    dialoutConnects: 0,
   };
   readonly violations: Violation[] = [];
   readonly plans = new Map<string, Plan>();
@@ -152,13 +168,31 @@ class Campaign {
     throw lastErr;
   }
 
+  /** The TCP fronts of the dial-out agents running now, each with its rotation of replicas. */
+  readonly fronts = new Map<TcpProxy, number>();
+
+  /**
+   * Points every front at the live replicas, each starting at another one (its own rotation),
+   * so dial-out agents land on different replicas and other replicas relay to them.
+   */
+  retarget(): void {
+    const live = this.replicas.live.map((r) => hostPort(r.url));
+    for (const [front, turn] of this.fronts) {
+      const k = live.length === 0 ? 0 : turn % live.length;
+      front.setTargets([...live.slice(k), ...live.slice(0, k)]);
+    }
+  }
+
   #started = 0;
   async startReplica(): Promise<Replica> {
-    return this.replicas.start(TASK_TIMEOUTS[this.#started++ % TASK_TIMEOUTS.length]);
+    const r = await this.replicas.start(TASK_TIMEOUTS[this.#started++ % TASK_TIMEOUTS.length]);
+    this.retarget();
+    return r;
   }
 
   async killReplica(r: Replica): Promise<void> {
     await this.replicas.kill(r);
+    this.retarget();
     // Dead now: whatever running chats it still owns must be taken over by another replica.
     const owned = await this.db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM chats WHERE worker_id = $1 AND status IN ('running', 'interrupting')",
@@ -177,29 +211,65 @@ class Campaign {
     const dir = path.join(this.workDir, `scenario-${seed}`);
     const agents: WorkspaceAgent[] = [];
     const proxies: FaultProxy[] = [];
+    /** The dial-out agents' TCP fronts, by agent index. */
+    const fronts = new Map<number, TcpProxy>();
+    const workspaces: string[] = [];
     try {
-      for (let a = 0; a < this.o.agentsPerScenario; a++) {
-        const agent = await WorkspaceAgent.start(path.join(dir, `agent-${a}`, "ws"), `agent-${a}`);
-        agents.push(agent);
-        await mkdir(path.join(agent.dir, "markers"), { recursive: true });
-        await mkdir(path.join(agent.dir, "writes"), { recursive: true });
-        proxies.push(
-          await FaultProxy.start(
+      const t0 = Date.now();
+      // The agents start at once (each is a process that loads the CLI).
+      const made = await Promise.allSettled(
+        Array.from({ length: this.o.agentsPerScenario }, async (_, a) => {
+          const name = `agent-${a}`;
+          const ws = path.join(dir, name, "ws");
+          const dialout = this.o.dialoutEvery > 0 && (a + 1) % this.o.dialoutEvery === 0;
+          let agent: WorkspaceAgent;
+          let workspace: string | undefined;
+          let front: TcpProxy | undefined;
+          if (dialout) {
+            // A workspace with no URL: its agent dials in with a token the database knows.
+            workspace = randomUUID();
+            await this.db.query(
+              "INSERT INTO workspaces (id, name, agent_url, shared) VALUES ($1, $2, NULL, true)",
+              [workspace, `${seed}-${name}`],
+            );
+            const token = await mintAgentToken(pgQueryable(this.db), workspace);
+            front = await startTcpProxy([]);
+            this.fronts.set(front, seed + a);
+            this.retarget();
+            agent = await WorkspaceAgent.start(ws, name, { url: front.url, token });
+          } else {
+            agent = await WorkspaceAgent.start(ws, name);
+          }
+          await mkdir(path.join(agent.dir, "markers"), { recursive: true });
+          await mkdir(path.join(agent.dir, "writes"), { recursive: true });
+          // A dial-out agent's proxy stays unused (it has no URL): per-request faults are for
+          // listening agents, per-connection ones (the front) for dial-out agents.
+          const proxy = await FaultProxy.start(
             agent.name,
             () => agent.url,
             new Rng(deriveSeed(seed, "proxy", a)),
-          ),
-        );
-      }
-      const workspaces: string[] = [];
-      for (let a = 0; a < agents.length; a++) {
-        const w = await this.api<{ id: string }>("POST", "/api/v1/workspaces", {
-          name: `${seed}-${agents[a]!.name}`,
-          agent_url: proxies[a]!.url,
-          agent_token: agents[a]!.token,
-        });
-        workspaces.push(w.id);
-      }
+          );
+          if (!dialout) {
+            const w = await this.api<{ id: string }>("POST", "/api/v1/workspaces", {
+              name: `${seed}-${agent.name}`,
+              agent_url: proxy.url,
+              agent_token: agent.token,
+            });
+            workspace = w.id;
+          }
+          return { agent, proxy, workspace: workspace!, front };
+        }),
+      );
+      // Whatever started is stopped below, also when another one failed to start.
+      made.forEach((r, a) => {
+        if (r.status === "rejected") return;
+        agents.push(r.value.agent);
+        proxies.push(r.value.proxy);
+        workspaces.push(r.value.workspace);
+        if (r.value.front) fronts.set(a, r.value.front);
+      });
+      for (const r of made) if (r.status === "rejected") throw r.reason;
+      this.stats.dialoutAgents += fronts.size;
       const chatPlans: { plan: Plan; agent: number }[] = [];
       for (let j = 0; j < this.o.concurrency; j++) {
         const a = j % agents.length;
@@ -233,20 +303,36 @@ class Campaign {
       }
       this.stats.chats += chats.length;
 
-      // The fault schedule: seeded kinds at seeded moments.
+      // The fault schedule: seeded kinds at seeded moments. The dial-out kinds only when the
+      // scenario has a dial-out agent, so scenarios without one draw as they always did.
       const count = rng.int(2, 6);
+      const kinds: Record<string, number> = {
+        kill_replica: 2,
+        restart_agent: 1,
+        silence: 1,
+        interrupt: 3,
+        message_queue: 1,
+        message_interrupt: 2,
+        ...(fronts.size > 0 && { cut_agent: 2, cut_agent_answer: 2, freeze_agent: 1 }),
+      };
       const schedule = Array.from({ length: count }, () => ({
         at: rng.int(0, this.o.faultWindowMs),
-        kind: rng.weighted({
-          kill_replica: 2,
-          restart_agent: 1,
-          silence: 1,
-          interrupt: 3,
-          message_queue: 1,
-          message_interrupt: 2,
-        }),
+        kind: rng.weighted(kinds),
         r: deriveSeed(seed, "fault", rng.int(0, 2 ** 31)),
-      })).sort((x, y) => x.at - y.at);
+      }));
+      if (fronts.size > 0) {
+        // Every scenario with a dial-out agent cuts a connection at least once, on its own
+        // seed (the draws above stay those of the scenario's seed).
+        const d = new Rng(deriveSeed(seed, "dialout-fault"));
+        schedule.push({
+          at: d.int(0, this.o.faultWindowMs),
+          kind: d.pick(["cut_agent", "cut_agent_answer", "freeze_agent"] as const),
+          r: deriveSeed(seed, "dialout-fault", 1),
+        });
+      }
+      schedule.sort((x, y) => x.at - y.at);
+      const dialFronts = [...fronts.values()];
+      const thaws: Promise<void>[] = [];
       const started = Date.now();
       for (const f of schedule) {
         await sleep(Math.max(0, started + f.at - Date.now()));
@@ -267,6 +353,29 @@ class Campaign {
             this.fault(f.kind);
             fr.pick(proxies).silence(fr.int(1_000, 4_000));
             break;
+          case "cut_agent":
+            // The connection drops (both sides at once); the agent dials again, maybe to
+            // another replica. Requests in flight on it lose their answers.
+            this.fault(f.kind);
+            fr.pick(dialFronts).cutAll();
+            break;
+          case "cut_agent_answer": {
+            // The next bytes the agent sends (an answer, most likely) are dropped and the
+            // connection cut: the server sent a request whose answer never arrives.
+            this.fault(f.kind);
+            const cut = fr.pick(dialFronts).cutOnNextAgentBytes();
+            cut.catch(() => undefined);
+            break;
+          }
+          case "freeze_agent": {
+            // A dead network path: the connection carries nothing, then it is cut.
+            this.fault(f.kind);
+            const front = fr.pick(dialFronts);
+            front.freezeAll();
+            const ms = fr.int(500, 4_000);
+            thaws.push(sleep(ms).then(() => front.cutAll()));
+            break;
+          }
           case "interrupt": {
             this.fault(f.kind);
             const c = fr.pick(chats);
@@ -299,6 +408,7 @@ class Campaign {
       }
       await sleep(Math.max(0, started + this.o.faultWindowMs - Date.now()));
       for (const p of proxies) p.calm();
+      await Promise.all(thaws);
       await Promise.all(this.pending.splice(0));
 
       // Settle: every chat waiting or in error, then left-running processes reach their end.
@@ -314,6 +424,7 @@ class Campaign {
         if ((await statusOf()).every((s) => s === "waiting" || s === "error")) break;
         await sleep(200);
       }
+      const settled = Date.now();
       const history = async (): Promise<ScenarioHistory> => ({
         seed,
         chats: await readChats(this.db, chats),
@@ -334,15 +445,23 @@ class Campaign {
         found = check(h);
       }
 
+      this.o.log(
+        `  seed=${seed}: agents up in ${started - t0} ms, faults ${this.o.faultWindowMs} ms, ` +
+          `settled ${settled - started - this.o.faultWindowMs} ms after them, checked in ${Date.now() - settled} ms`,
+      );
       this.fault(
         "proxy_request",
         proxies.reduce((n, p) => n + p.faults, 0),
       );
+      const dialoutNames = new Set(agents.filter((a) => a.dialout).map((a) => a.name));
+      for (const a of agents) if (a.dialout) this.stats.dialoutConnects += a.connects;
       for (const c of h.chats) {
         if (c.status === "error") this.stats.chatsInError += 1;
         for (const m of c.messages) {
           for (const p of m.content) {
             if (p.type === "tool-call") this.stats.toolCalls += 1;
+            if (p.type === "tool-call" && dialoutNames.has(c.agent))
+              this.stats.dialoutToolCalls += 1;
             if (p.type === "tool-result") {
               const s = String((p.result as { status?: unknown }).status);
               this.stats.results[s] = (this.stats.results[s] ?? 0) + 1;
@@ -355,8 +474,25 @@ class Campaign {
     } finally {
       await Promise.all(proxies.map((p) => p.close()));
       await Promise.all(agents.map((a) => a.stop()));
+      for (const front of fronts.values()) {
+        this.fronts.delete(front);
+        await front.close();
+      }
     }
   }
+}
+
+/** The campaign's pg client as the Queryable the server's own helpers take. */
+function pgQueryable(db: pg.Client): Queryable {
+  return {
+    async query<R extends Row = Row>(sql: string, params?: readonly unknown[]) {
+      const r = await db.query(sql, params as unknown[] | undefined);
+      return { rows: r.rows as R[], affectedRows: r.rowCount ?? 0 };
+    },
+    async exec(sql: string) {
+      await db.query(sql);
+    },
+  };
 }
 
 /** Scenario seeds of a campaign: derived from its seed, so each can be replayed alone. */
@@ -385,8 +521,10 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const c = new Campaign(o, replicas, db, workDir);
     fake.respond(planResponder(c.plans));
     // One replica migrates the fresh database before the others start.
+    const began = Date.now();
     await c.startReplica();
     await Promise.all(Array.from({ length: o.replicas - 1 }, () => c.startReplica()));
+    o.log(`${o.replicas} replicas up in ${Date.now() - began} ms`);
     await db.connect();
     const first = await c.api<{ token: string }>("POST", "/api/v1/users/first", {
       email: "chaos@example.com",
@@ -400,11 +538,12 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const lane = async (): Promise<void> => {
       while (next < seeds.length) {
         const seed = seeds[next++]!;
+        const t0 = Date.now();
         const found = await c.runScenario(seed);
         c.violations.push(...found);
         o.log(
           `scenario ${++done}/${seeds.length} seed=${seed}: ${found.length} violations ` +
-            `(faults so far ${c.stats.faults}, tool calls ${c.stats.toolCalls})`,
+            `in ${Date.now() - t0} ms (faults so far ${c.stats.faults}, tool calls ${c.stats.toolCalls})`,
         );
       }
     };

@@ -26,6 +26,12 @@ const program = new Command()
   .option("--replicas <n>", "server replicas", whole, DEFAULTS.replicas)
   .option("--agents <n>", "workspace agents per scenario", whole, DEFAULTS.agentsPerScenario)
   .option(
+    "--dialout-every <n>",
+    "every n-th agent of a scenario dials out (tether agent --server); 0: none",
+    whole,
+    DEFAULTS.dialoutEvery,
+  )
+  .option(
     "--fault-window-ms <n>",
     "how long faults are injected per scenario",
     whole,
@@ -50,6 +56,7 @@ const o = program.opts<{
   parallel: number;
   replicas: number;
   agents: number;
+  dialoutEvery: number;
   faultWindowMs: number;
   maxRequestDelayMs: number;
   postgresUrl?: string;
@@ -76,6 +83,7 @@ const result = await runCampaign({
   parallel: o.parallel,
   replicas: Math.max(2, o.replicas),
   agentsPerScenario: Math.max(1, o.agents),
+  dialoutEvery: o.dialoutEvery,
   faultWindowMs: o.faultWindowMs,
   maxRequestDelayMs: o.maxRequestDelayMs,
   postgresUrl,
@@ -93,7 +101,8 @@ console.log(
 );
 console.log(
   `  exercised: ${s.chats} chats, ${s.toolCalls} tool calls, ${s.failovers} failovers, ` +
-    `${s.interrupts} interrupts, ${s.chatsInError} chats in error; results: ` +
+    `${s.interrupts} interrupts, ${s.chatsInError} chats in error, ${s.dialoutAgents} dial-out ` +
+    `agents (${s.dialoutToolCalls} tool calls, ${s.dialoutConnects} connections); results: ` +
     Object.entries(s.results)
       .map(([k, n]) => `${k} ${n}`)
       .join(", "),

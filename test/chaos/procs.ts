@@ -1,6 +1,7 @@
 // Real `bin/tether` processes for the fault campaign: each in its own process group (so a
 // SIGKILL takes the whole group, like a crashed container), ready once it prints its
-// `listening on http://...` line. Every process started here is tracked and killed by killAll.
+// `listening on http://...` line (a dial-out agent: its `connected to http://...` line). Every
+// process started here is tracked and killed by killAll.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
@@ -12,10 +13,17 @@ export const BIN =
 
 /** How long a process may take to print its listening line on a loaded machine. */
 const START_TIMEOUT_MS = 60_000;
+/** The line a server or a listening agent prints once it serves. */
+const LISTENING_RE = /^listening on (http:\/\/\S+)$/m;
+/** The line a dial-out agent prints each time it connected to its server. */
+export const CONNECTED_RE = /^connected to (http:\/\/\S+)$/m;
 
 export interface TetherProcess {
   proc: ChildProcess;
+  /** The URL of its ready line: where it listens (a dial-out agent: the server it reached). */
   url: string;
+  /** Its stdout so far (a dial-out agent prints a `connected to` line on every connect). */
+  stdout(): string;
   readonly exited: Promise<void>;
   /** Signals the whole process group; resolves once the process is gone. */
   kill(signal: NodeJS.Signals): Promise<void>;
@@ -35,6 +43,8 @@ export function startTether(
     onStderrLine?: (line: string) => void;
     /** Added to the inherited environment. */
     env?: Record<string, string>;
+    /** Its ready line, whose first group is its URL (LISTENING_RE by default). */
+    ready?: RegExp;
   } = {},
 ): Promise<TetherProcess> {
   const proc = spawn(BIN, args, {
@@ -59,9 +69,12 @@ export function startTether(
     partial = lines.pop()!;
     for (const line of lines) o.onStderrLine?.(line);
   });
+  let out = "";
+  proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
   const p: TetherProcess = {
     proc,
     url: "",
+    stdout: () => out,
     exited,
     async kill(signal) {
       try {
@@ -75,14 +88,12 @@ export function startTether(
   };
   live.add(p);
   return new Promise((resolve, reject) => {
-    let out = "";
     const timer = setTimeout(() => {
       void p.kill("SIGKILL");
       reject(new Error(`bin/tether ${args[0]} did not listen in time: ${errTail}`));
     }, START_TIMEOUT_MS);
-    proc.stdout.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening on (http:\/\/\S+)$/m.exec(out);
+    proc.stdout.on("data", () => {
+      const m = (o.ready ?? LISTENING_RE).exec(out);
       if (m && p.url === "") {
         clearTimeout(timer);
         p.url = m[1]!;

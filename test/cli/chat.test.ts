@@ -11,7 +11,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { api, BIN, startServerProcess, type ServerProcess } from "../support/server.ts";
+import {
+  api,
+  BIN,
+  startServerProcess,
+  workspaceIn,
+  type ServerProcess,
+} from "../support/server.ts";
 import { runInPty, type PtyProcess } from "./pty.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -27,7 +33,7 @@ let token: string;
 beforeAll(async () => {
   home = await mkdtemp(path.join(os.tmpdir(), "tether-cli-"));
   server = await startServerProcess(
-    ["--data-dir", path.join(home, "data"), "--workspace-dir", home],
+    ["--data-dir", path.join(home, "data"), "--workspace-dir", await workspaceIn(home)],
     home,
     (fn) => afterAllCleanups.push(fn),
   );

@@ -1,22 +1,34 @@
 // Secrets at rest are encrypted: a model key and an agent token configured through the API are
 // nowhere in the embedded database's files (nor in a dump of a Postgres database), yet both
 // work, after a restart too; plaintext rows of an older database are sealed at start; a new key
-// with the old one set re-seals everything; Postgres without a key refuses to start.
+// with the old one set re-seals everything; Postgres without a key refuses to start. A template
+// workspace's Terraform state (which holds what its resources hold) is sealed the same way.
 
 import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/chatd/db/index.ts";
-import { generateSecretKey, parseSecretKey, secretKeyId } from "../../src/chatd/secrets/index.ts";
+import {
+  createSecretBox,
+  generateSecretKey,
+  parseSecretKey,
+  secretKeyId,
+  SLOTS,
+} from "../../src/chatd/secrets/index.ts";
 import { startServer, type RunningServer, type ServerOptions } from "../../src/cli/server.ts";
 import { useAgents } from "../support/agent.ts";
 import { testDatabaseUrl } from "../support/db.ts";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
 import { BIN } from "../support/server.ts";
+import { terraformAvailable } from "../support/workspaces.ts";
+
+const HAS_TERRAFORM = terraformAvailable();
+if (!HAS_TERRAFORM)
+  console.warn("terraform is not on PATH: the Terraform state sealing test is skipped.");
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -254,6 +266,111 @@ describe("secrets at rest", () => {
     expect(fake.authorizations).toContain(`Bearer ${apiKey}`);
     await after.close();
   }, 120_000);
+
+  it.skipIf(!HAS_TERRAFORM)(
+    "a workspace's Terraform state is nowhere in the data dir; rotation re-seals it and the next build reads it",
+    async () => {
+      const dataDir = path.join(await tempDir(), "data");
+      const [a, b] = [generateSecretKey(), generateSecretKey()];
+      // The home holds a value Terraform computes, which only the state holds (the template has
+      // the expression, not its value); the compute (count) holds the agent token. Both are
+      // sensitive: the build log holds what Terraform prints, and it prints other values.
+      const salt = secret("salt");
+      const mainTf = [
+        'variable "tether_workspace_id" { type = string }',
+        'variable "tether_start_count" { type = number }',
+        'variable "tether_agent_token" {',
+        "  type      = string",
+        "  sensitive = true",
+        "}",
+        'resource "terraform_data" "home" {',
+        `  input = sensitive(sha256("\${var.tether_workspace_id}/${salt}"))`,
+        "}",
+        'resource "terraform_data" "compute" {',
+        "  count = var.tether_start_count",
+        "  input = var.tether_agent_token",
+        "}",
+      ].join("\n");
+      type Ws = { latest_build: { id: string; status: string; transition: string } | null };
+      const settled = async (server: RunningServer, token: string, id: string, t: string) => {
+        const end = Date.now() + 90_000;
+        for (;;) {
+          const w = await api<Ws>(server, token, "GET", `/api/v1/workspaces/${id}`);
+          const b = w.latest_build;
+          if (b?.transition === t && (b.status === "succeeded" || b.status === "failed")) return b;
+          if (Date.now() > end) throw new Error(`the ${t} build did not finish`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      const stateKeyId = async (server: RunningServer) => {
+        const r = await server.db.query<{ state: string }>("SELECT state FROM workspace_states");
+        expect(r.rows).toHaveLength(1);
+        return r.rows[0]!.state.split(":")[1];
+      };
+
+      const first = await start({ dataDir, secretKey: a });
+      const { token } = await api<{ token: string }>(
+        first,
+        undefined,
+        "POST",
+        "/api/v1/users/first",
+        { email: "a@b.c", password: "correct horse battery" },
+      );
+      const template = await api<{ id: string }>(first, token, "POST", "/api/v1/templates", {
+        name: "sealed",
+        files: { "main.tf": mainTf },
+        default_ttl_ms: 0,
+      });
+      const ws = await api<{ id: string }>(first, token, "POST", "/api/v1/workspaces", {
+        name: "sealed",
+        template_id: template.id,
+      });
+      expect(await settled(first, token, ws.id, "start")).toMatchObject({ status: "succeeded" });
+      expect(await stateKeyId(first)).toBe(secretKeyId(parseSecretKey(a, "a")));
+      // What the state holds, opened with the key: the computed value and the agent token.
+      const stored = await first.db.query<{ state: string }>("SELECT state FROM workspace_states");
+      const box = createSecretBox({ current: parseSecretKey(a, "a") });
+      const state = box.open(stored.rows[0]!.state, SLOTS.workspaceState(ws.id));
+      const computed = createHash("sha256").update(`${ws.id}/${salt}`).digest("hex");
+      const agentToken = (
+        JSON.parse(state) as {
+          resources: {
+            name: string;
+            instances: { attributes: { output: { value: string } } }[];
+          }[];
+        }
+      ).resources.find((r) => r.name === "compute")!.instances[0]!.attributes.output.value;
+      expect(state).toContain(computed);
+      expect(agentToken.length).toBeGreaterThan(20);
+      const inState = [computed, agentToken];
+      await first.close();
+      expect(await filesHolding(dataDir, inState)).toEqual([]);
+
+      // A new key with the old one set: the state is sealed again with the new key.
+      const rotating = await start({ dataDir, secretKey: b, oldSecretKeys: a });
+      expect(await stateKeyId(rotating)).toBe(secretKeyId(parseSecretKey(b, "b")));
+      await rotating.close();
+
+      // The new key alone opens it: the stop build starts from the saved state, so Terraform
+      // knows the compute it made and destroys it.
+      const after = await start({ dataDir, secretKey: b });
+      await api(after, token, "POST", `/api/v1/workspaces/${ws.id}/stop`);
+      const stop = await settled(after, token, ws.id, "stop");
+      const res = await fetch(
+        new URL(`/api/v1/workspaces/${ws.id}/builds/${stop.id}/logs`, after.url),
+        { headers: { authorization: `Bearer ${token}` } },
+      );
+      const log = await res.text();
+      expect(stop.status, log).toBe("succeeded");
+      expect(log).toMatch(/terraform_data\.compute\[0\]: Destr/);
+      expect(log).not.toMatch(/terraform_data\.home: Creat/);
+      await after.close();
+      // (Not the token: the stop's plan prints terraform_data's output, which Terraform does not
+      // mark sensitive, into the log. That token was revoked before the stop ran.)
+      expect(await filesHolding(dataDir, [computed])).toEqual([]);
+    },
+    180_000,
+  );
 
   it("a server on Postgres without a key refuses to start, with the command that makes one", async () => {
     const env = { ...process.env };

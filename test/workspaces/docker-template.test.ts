@@ -1,6 +1,6 @@
 // examples/templates/docker end to end, all real: the template builds its image from this
 // machine, the workspace is a container on the host network whose agent dials the server, the
-// home a named volume. Skipped (with a message) without terraform or a Docker daemon.
+// home a named volume; an idle one stops after its TTL (not during a long command). Skipped (with a message) without terraform or a Docker daemon.
 
 import { spawnSync } from "node:child_process";
 import path from "node:path";
@@ -96,6 +96,39 @@ describe.skipIf(!HAS_DOCKER)("examples/templates/docker", () => {
       60_000,
     );
     expect(docker("ps", "-a", "-q", "--filter", `name=^${container}$`)).toBe("");
+    expect(docker("volume", "ls", "-q", "--filter", `name=^${volume}$`)).toBe("");
+  }, 300_000);
+
+  it("an idle container stops after its TTL, never during a command longer than the TTL, and keeps its volume", async () => {
+    const w = await s.api<WorkspaceJson>("POST", "/api/v1/workspaces", {
+      name: "idle-box",
+      template_id: await s.templateId("docker"),
+      ttl_ms: 3_000,
+    });
+    made.push(w.id);
+    const container = `tether-ws-${w.id}`;
+    const volume = `tether-home-${w.id}`;
+    await s.waitRunning(w.id, 120_000);
+    const autostops = async () => (await s.builds(w.id)).filter((b) => b.reason === "autostop");
+
+    const chat = await s.chat(w.id, "$ sleep 7 && echo slept > slept.txt && echo slept");
+    const long = await s.settle(chat, 60_000);
+    expect(toolResults(long.messages)).toMatchObject([{ status: "completed", output: "slept\n" }]);
+    expect(await autostops()).toEqual([]);
+
+    const stopped = await s.waitStatus(w.id, "stopped", 60_000);
+    expect(stopped.latest_build).toMatchObject({ transition: "stop", reason: "autostop" });
+    expect(docker("ps", "-a", "-q", "--filter", `name=^${container}$`)).toBe("");
+    expect(
+      docker("run", "--rm", "-v", `${volume}:/v`, "tether-workspace:local", "cat", "/v/slept.txt"),
+    ).toBe("slept");
+
+    expect((await s.raw("DELETE", `/api/v1/workspaces/${w.id}`)).status).toBe(202);
+    await waitFor(
+      "the workspace to be gone",
+      async () => (await s.raw("GET", `/api/v1/workspaces/${w.id}`)).status === 404,
+      60_000,
+    );
     expect(docker("volume", "ls", "-q", "--filter", `name=^${volume}$`)).toBe("");
   }, 300_000);
 });

@@ -125,7 +125,7 @@ describe("exit", () => {
     expect(await aborted).toMatchObject({ running: true });
   });
 
-  it("a background child holding the pipes counts as exited exitGraceMs after the shell exited", async () => {
+  it("a background child holding the pipes counts as exited once exitGraceMs passed after the shell exited", async () => {
     const clock = new ManualClock();
     const m = manager(clock, 250);
     await start(m, "p", "echo $$; sleep 5 & exit 3");
@@ -136,12 +136,53 @@ describe("exit", () => {
     clock.advance(249);
     expect(await output(m, "p")).toMatchObject({ running: true });
     clock.advance(1);
+    // The spawner relays what the pipes still hold, then the exit is recorded.
+    await until(async () => (await output(m, "p"))?.running === false);
     expect(await output(m, "p")).toStrictEqual({
       output: `${pid}\n`,
       running: false,
       exit_code: 3,
       command: "echo $$; sleep 5 & exit 3",
     });
+  });
+});
+
+describe("output at the exit", () => {
+  /** Blocks this event loop (the agent's) for `ms` of real time, as a busy agent does. */
+  const block = (ms: number) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      // busy: nothing the spawner relays is read meanwhile
+    }
+  };
+  const SEQ = Array.from({ length: 5_500 }, (_, i) => `${i + 1}\n`).join(""); // 26,393 bytes
+
+  it("every byte a command wrote before it exited is in its output, even when its exit is relayed first", async () => {
+    // The agent reads a shell's exit, and its grace has passed before it reads anything more
+    // (a busy agent): the clock fires a 0 ms grace at once. While this loop is blocked, a noisy
+    // process fills the spawner's channel, so the spawner holds back the targets' output
+    // (backpressure) and relays their exits before their last bytes.
+    const clock: Clock = {
+      now: () => realClock.now(),
+      setTimer: (ms, fn) => {
+        if (ms > 0) return realClock.setTimer(ms, fn);
+        fn();
+        return { cancel: () => undefined };
+      },
+    };
+    const m = manager(clock, 0);
+    await start(m, "noise", "yes 0123456789abcdef0123456789abcdef");
+    const ids = ["a", "b", "c", "d"];
+    for (const id of ids) await start(m, id, "sleep 0.3; seq 1 2000; sleep 0.2; seq 2001 5500");
+    block(1_500);
+    for (const id of ids) {
+      const out = await m.output(id, undefined, { wait: true, signal: bounded() });
+      expect(out).toMatchObject({ running: false, exit_code: 0 });
+      expect(out?.truncated).toBeUndefined();
+      expect(Buffer.byteLength(out!.output)).toBe(Buffer.byteLength(SEQ));
+      expect(out?.output).toBe(SEQ);
+    }
+    expect(m.signal("noise", undefined, "kill")).toBe("ok");
   });
 });
 

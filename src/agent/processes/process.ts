@@ -1,7 +1,10 @@
 // One spawned `sh -c` process in its own process group, and the moment it counts as exited
 // (CONTRACT.md 7): its shell has exited and its output reached end of file, or a grace period
 // after the shell exited when a background child still holds the pipes. That moment is
-// recorded once, so every later reader sees the same exit code, output and `canceled`.
+// recorded once, so every later reader sees the same exit code, output and `canceled`. The
+// grace ends reading, never the output the shell wrote: the spawner relays what the pipes hold
+// before it says "closed", and only then is the exit recorded (a busy agent can read a shell's
+// exit before the last of its output, which the spawner held back under backpressure).
 
 import type { Clock, Timer } from "../../contract/clock.ts";
 import { OutputBuffer, type RenderedOutput } from "./output.ts";
@@ -59,6 +62,10 @@ export class TrackedProcess {
   #shellSignaled: boolean | undefined;
   #shellCode = 0;
   #graceTimer: Timer | undefined;
+  /** The grace passed and the spawner was asked to stop reading; its close ends the output. */
+  #graceExpired = false;
+  /** The spawner said no more output comes (end of file, or reading stopped). */
+  #outputClosed = false;
   /** A cancel sent SIGKILL while the process was running. */
   #cancelKillSent = false;
   #exit: Exit | undefined;
@@ -92,7 +99,7 @@ export class TrackedProcess {
     child.listen({
       data: (chunk) => buffer.write(chunk),
       exit: (code, signal) => proc.#onShellExit(code, signal),
-      close: () => proc.#finish(false),
+      close: () => proc.#onOutputClosed(),
     });
     return { ok: true, proc };
   }
@@ -165,23 +172,38 @@ export class TrackedProcess {
     this.#shellSignaled = signal !== null;
     this.#shellCode = code ?? -1;
     if (this.#exit) return;
-    this.#graceTimer = this.#clock.setTimer(this.#exitGraceMs, () => this.#finish(true));
+    if (this.#outputClosed) return this.#finish();
+    this.#graceTimer = this.#clock.setTimer(this.#exitGraceMs, () => this.#onGraceExpired());
   }
 
-  /** Records the exit once: on 'close' (shell exited, pipes at EOF) or the grace timer. */
-  #finish(byGrace: boolean): void {
-    if (this.#exit || this.#shellSignaled === undefined) return;
+  /**
+   * A background child may hold the pipes for ever: stop reading them. The spawner first relays
+   * what they hold (the shell's last output may still be there), then closes; the exit is
+   * recorded at that close, so no byte written before it is lost.
+   */
+  #onGraceExpired(): void {
+    if (this.#exit || this.#graceExpired) return;
+    this.#graceExpired = true;
+    this.#child.stopReading();
+  }
+
+  #onOutputClosed(): void {
+    this.#outputClosed = true;
+    this.#finish();
+  }
+
+  /** Records the exit once, when the shell has exited and its output is closed. */
+  #finish(): void {
+    if (this.#exit || this.#shellSignaled === undefined || !this.#outputClosed) return;
     this.#graceTimer?.cancel();
     const signaled = this.#shellSignaled;
     this.#exit = {
       code: signaled ? -1 : this.#shellCode,
       at: this.#clock.now(),
       atUnix: Math.floor(Date.now() / 1000),
-      byGrace,
+      byGrace: this.#graceExpired,
       canceled: this.#cancelKillSent && signaled,
     };
-    // Stop reading: the output is final from here on.
-    if (byGrace) this.#child.stopReading();
     for (const wake of [...this.#waiters]) wake();
   }
 }

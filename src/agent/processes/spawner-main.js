@@ -7,6 +7,10 @@
 // Plain JavaScript on purpose: it runs without the TypeScript loader, to stay small.
 
 import { spawn } from "node:child_process";
+import { readSync } from "node:fs";
+
+/** The most a stop relays from one pipe: a child that keeps writing cannot make it endless. */
+const STOP_DRAIN_MAX_BYTES = 1024 * 1024;
 
 /** The base environment of every process, sent by the agent first. */
 let baseEnv = {};
@@ -55,13 +59,41 @@ function start({ id, command, cwd, env }) {
   });
 }
 
+// The agent stops reading a process whose shell exited while something still holds its pipes.
+// What the shell wrote before it exited may not be relayed yet: held in a stream paused by
+// backpressure, or still in the pipe. Relay all of it, in order, then close: the agent records
+// the exit at that close, so its output is never cut short of what the shell wrote.
 function stopReading({ id }) {
   const child = children.get(id);
-  if (!child) return;
+  if (!child) return; // it closed on its own: that close is already on its way
   children.delete(id);
   lingering.add(child.pid);
-  child.stdout.destroy();
-  child.stderr.destroy();
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.removeAllListeners("data");
+    const relay = (chunk) => send({ t: "data", id, chunk });
+    for (let chunk = stream.read(); chunk !== null; chunk = stream.read()) relay(chunk);
+    drainPipe(stream, relay);
+    stream.destroy();
+  }
+  send({ t: "close", id });
+}
+
+/** Relays what the pipe under `stream` holds now, without waiting (its fd is non-blocking). */
+function drainPipe(stream, relay) {
+  const fd = stream._handle?.fd;
+  if (typeof fd !== "number" || fd < 0) return;
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (let left = STOP_DRAIN_MAX_BYTES; left > 0;) {
+    let n;
+    try {
+      n = readSync(fd, buf, 0, Math.min(buf.length, left), null);
+    } catch {
+      return; // EAGAIN: nothing more now
+    }
+    if (n === 0) return; // end of file
+    relay(Buffer.from(buf.subarray(0, n)));
+    left -= n;
+  }
 }
 
 process.on("message", (m) => {

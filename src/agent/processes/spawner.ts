@@ -21,7 +21,7 @@ export interface ProcessEvents {
   data(chunk: Uint8Array): void;
   /** The shell exited. */
   exit(code: number | null, signal: string | null): void;
-  /** The shell exited and its output reached end of file. */
+  /** No more output comes: the pipes reached end of file, or reading stopped (stopReading). */
   close(): void;
 }
 
@@ -33,7 +33,10 @@ export interface SpawnedProcess {
    * (several IPC messages can land in the same tick as the spawn answer).
    */
   listen(events: ProcessEvents): void;
-  /** Stops relaying output: from now on nothing more arrives, not even close. */
+  /**
+   * Stops reading the pipes (a background child may hold them for ever): the spawner relays
+   * what they hold now, then close follows; nothing arrives after it.
+   */
   stopReading(): void;
 }
 
@@ -149,11 +152,8 @@ export class Spawner {
   #receive(m: FromSpawner): void {
     switch (m.t) {
       case "spawned": {
-        const p = new Spawned(m.pid, () => {
-          this.#live.delete(m.id);
-          this.#updateRef();
-          this.#child?.send({ t: "stop-reading", id: m.id });
-        });
+        // Stays live until its close: output relayed before the stop still arrives.
+        const p = new Spawned(m.pid, () => this.#child?.send({ t: "stop-reading", id: m.id }));
         this.#live.set(m.id, p);
         this.#settle(m.id, { ok: true, process: p });
         return;

@@ -85,6 +85,27 @@ for (const kind of ["pglite", "postgres"] as const satisfies readonly DatabaseKi
         }
       });
 
+      it("a file added after the schema was up to date is applied by the next migrate", async () => {
+        const { "003_three.sql": _three, ...firstTwo } = COUNTING;
+        const before = await migrationsDir(firstTwo);
+        const after = await migrationsDir(COUNTING);
+        try {
+          await migrate(t.db, before.url);
+          await migrate(t.db, before.url); // up to date: nothing runs
+          await migrate(t.db, after.url);
+          expect((await t.db.query("SELECT n FROM log ORDER BY n")).rows).toEqual([
+            { n: 2 },
+            { n: 3 },
+            { n: 33 },
+          ]);
+          const { rows } = await t.db.query("SELECT version FROM schema_migrations ORDER BY 1");
+          expect(rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+        } finally {
+          await before.remove();
+          await after.remove();
+        }
+      });
+
       it("a failing file leaves nothing of itself, names the file, and keeps the earlier ones", async () => {
         const dir = await migrationsDir({
           "001_ok.sql": "CREATE TABLE ok (n int);",

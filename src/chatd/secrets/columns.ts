@@ -18,6 +18,7 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: "model_configs", column: "api_key", key: "id" },
   { table: "workspaces", column: "agent_token", key: "id" },
   { table: "replica_secret", column: "secret", key: "singleton" },
+  { table: "workspace_states", column: "state", key: "workspace_id" },
 ];
 
 /** The slots of the secrets the server keeps, by row. */
@@ -25,6 +26,9 @@ export const SLOTS = {
   modelApiKey: (id: string): string => secretSlot("model_configs.api_key", id),
   agentToken: (workspaceId: string): string => secretSlot("workspaces.agent_token", workspaceId),
   replicaSecret: (): string => secretSlot("replica_secret.secret", "true"),
+  /** A template workspace's Terraform state (it may hold its agent token and more). */
+  workspaceState: (workspaceId: string): string =>
+    secretSlot("workspace_states.state", workspaceId),
 } as const;
 
 export interface SealReport {

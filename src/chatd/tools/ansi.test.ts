@@ -37,7 +37,7 @@ describe("plain output for the model", () => {
     const out = await runTool(ctx, {
       toolCallId: "toolu_slow_colour",
       toolName: "execute",
-      input: { command: "printf '\\033[1mstarted\\033[0m\\n'; sleep 5", timeout: "300ms" },
+      input: { command: "printf '\\033[1mstarted\\033[0m\\n'; sleep 5", timeout: "2s" },
     });
     expect(out.result).toMatchObject({ status: "timed_out", output: "started\n" });
   });

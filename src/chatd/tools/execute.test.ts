@@ -7,6 +7,15 @@ import { toolContext, uuidFor } from "./testing.ts";
 
 const startAgent = useAgents();
 
+/** The agent's clock, where a grace of 0 ms has already passed when it is set. */
+class ExpiredGraceClock extends JumpClock {
+  override setTimer(ms: number, fn: () => void) {
+    if (ms > 0) return super.setTimer(ms, fn);
+    fn();
+    return { cancel: () => undefined };
+  }
+}
+
 describe("execute on a real agent", () => {
   it("foreground completes with exit code and output", async () => {
     const agent = await startAgent();
@@ -174,6 +183,37 @@ describe("execute on a real agent", () => {
       runTool(ctx, { toolCallId: "u", toolName: "execute", input: { command: "true" } }),
     ).rejects.toBe(reason);
     expect((await agent.client.listProcesses()).processes).toHaveLength(1);
+  });
+
+  it("completed output holds every byte the command printed before it exited, on a busy agent too", async () => {
+    // A busy agent reads a shell's exit before the rest of its output, and its grace has passed
+    // by the time it reads more (a 0 ms grace that fires at once). A noisy process fills the
+    // spawner's channel while this loop (the agent's) is blocked, so the spawner holds back the
+    // command's last bytes and relays its exit first. Reported: 12,698 of 28,192 bytes came back.
+    const agent = await startAgent({ clock: new ExpiredGraceClock(), exitGraceMs: 0 });
+    await agent.client.startProcess({ command: "yes 0123456789abcdef0123456789abcdef" });
+    const ctx = toolContext(agent.client);
+    const command = "sleep 0.5; seq 1 2000; sleep 0.2; seq 2001 5500";
+    const running = runTool(ctx, {
+      toolCallId: "toolu_seq",
+      toolName: "execute",
+      input: { command },
+    });
+    const end = Date.now() + 5_000;
+    while ((await agent.client.listProcesses()).processes.length < 2 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const blockedUntil = Date.now() + 1_500;
+    while (Date.now() < blockedUntil) {
+      // busy: the agent reads nothing the spawner relays meanwhile
+    }
+    const out = await running;
+    const seq = Array.from({ length: 5_500 }, (_, i) => `${i + 1}\n`).join("");
+    expect(out.result).toMatchObject({ status: "completed", exit_code: 0 });
+    expect(out.result).not.toHaveProperty("truncated");
+    const { output } = out.result as { output: string };
+    expect(Buffer.byteLength(output)).toBe(Buffer.byteLength(seq));
+    expect(output).toBe(seq);
   });
 
   it("process output of an unknown process says not found", async () => {

@@ -1,0 +1,431 @@
+// Benchmark: one turn end to end, as a user sees it — a chat created with a message through the
+// HTTP API of `bin/tether server` on Postgres, its turn (model step → `execute true` on a
+// registered agent → model step) followed on the chat's SSE stream until `waiting` — against the
+// same turn in an in-memory AI SDK loop, and as reference points two durable-loop libraries
+// running the same turn: DBOS Transact (a workflow of model and tool steps) and LangGraph with
+// its Postgres checkpointer (durability "sync"). All use the same fake model server and the
+// same agent (through the same tool code), in one run, the systems' turns interleaved. Prints
+// median and p99 per turn, the ratio to the in-memory loop, and the transactions each system
+// committed per turn on the server side: pg_stat_database xact_commit of a database of its own,
+// read after it closed its connections (Tether's include its server's background rounds, such
+// as the acquisition poll each second, over the run). Needs TETHER_BENCH_DATABASE_URL (or
+// TETHER_TEST_DATABASE_URL): its server gets databases <name>_turn_tether, _turn_dbos and
+// _turn_langgraph, dropped at the end.
+
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { DBOS } from "@dbos-inc/dbos-sdk";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { streamText, type ModelMessage } from "ai";
+import { createParser } from "eventsource-parser";
+import pg from "pg";
+import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
+import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
+import { createLanguageModel } from "../src/model/index.ts";
+import { startFakeProvider, type FakeChatRequest } from "../test/support/fake-provider.ts";
+import { fmt, numberFlags, ROOT, startAgent, startChild, stats, type Stats } from "./support.ts";
+
+const { turns, warmup } = numberFlags({ turns: 30, warmup: 5 });
+const baseUrl = process.env.TETHER_BENCH_DATABASE_URL ?? process.env.TETHER_TEST_DATABASE_URL;
+if (!baseUrl) {
+  console.log(
+    "bench:turn needs Postgres: set TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL).",
+  );
+  process.exit(0);
+}
+const SSE_BOUND_MS = 60_000;
+
+/** The URL of database `name` on the same server. */
+function dbUrl(name: string): string {
+  const u = new URL(baseUrl!);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+const baseName = new URL(baseUrl).pathname.slice(1) || "postgres";
+const names = {
+  tether: `${baseName}_turn_tether`,
+  dbos: `${baseName}_turn_dbos`,
+  langgraph: `${baseName}_turn_langgraph`,
+};
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: baseUrl });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function recreate(name: string): Promise<void> {
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${name}`);
+  });
+}
+
+/**
+ * Committed transactions of database `name` so far. Backends report their counts when they
+ * go idle (at most once a second) and when they exit: read after the system closed its pool.
+ */
+async function xactCommit(name: string): Promise<number> {
+  return admin(async (c) => {
+    await c.query("SELECT pg_stat_clear_snapshot()");
+    const r = await c.query<{ n: string }>(
+      "SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = $1",
+      [name],
+    );
+    return Number(r.rows[0]?.n ?? 0);
+  });
+}
+
+// ---- the shared parts: the fake model, the agent, the tool ----------------------------------
+
+const fake = await startFakeProvider();
+// A turn: one execute of `true`, then text once its result is in the conversation.
+fake.respond((req: FakeChatRequest) =>
+  req.messages.some((m) => m.role === "tool")
+    ? { text: "done" }
+    : { toolCalls: [{ name: "execute", args: { command: "true" } }] },
+);
+const model = createLanguageModel({
+  provider: "openai-compatible",
+  model: "fake-model",
+  baseUrl: fake.url,
+});
+const agentDir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-"));
+const agentProc = await startAgent(agentDir);
+await new Promise((r) => setTimeout(r, 2_100)); // past the agent's age margin
+const client = new AgentClient({ baseUrl: agentProc.url });
+let messageSeq = 0;
+
+interface ToolCallPart {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** One model step: the assistant messages and the tool calls it asked for. */
+async function modelStep(
+  messages: ModelMessage[],
+): Promise<{ messages: ModelMessage[]; calls: ToolCallPart[] }> {
+  const result = streamText({ model, messages, tools: toolDeclarations(), maxRetries: 0 });
+  const calls = await result.toolCalls;
+  return {
+    messages: (await result.response).messages,
+    calls: calls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+  };
+}
+
+/** Runs the calls through the agent (the worker's tool code); one tool message of results. */
+async function toolStep(chatId: string, calls: ToolCallPart[]): Promise<ModelMessage> {
+  const content = [];
+  for (const call of calls) {
+    const outcome = await runTool(
+      {
+        client,
+        chatId: parseChatId(chatId)!,
+        messageId: toMessageId(++messageSeq)!,
+        toolCallAgeMs: 0,
+        clock: realClock,
+        agentAnswerTimeoutMs: 60_000,
+        signal: new AbortController().signal,
+      },
+      call,
+    );
+    content.push({
+      type: "tool-result" as const,
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      output: { type: "json" as const, value: outcome.result as never },
+    });
+  }
+  return { role: "tool", content };
+}
+
+// ---- the systems ---------------------------------------------------------------------------
+
+interface System {
+  name: string;
+  /** The database whose committed transactions are the system's, if it has one. */
+  database?: string;
+  setUp(): Promise<void>;
+  turn(): Promise<void>;
+  /** Closes every connection, so the server has counted every transaction. */
+  tearDown(): Promise<void>;
+}
+
+const inMemory: System = {
+  name: "in-memory AI SDK loop (baseline)",
+  setUp: async () => {},
+  turn: async () => {
+    const chatId = randomUUID();
+    const messages: ModelMessage[] = [{ role: "user", content: "go" }];
+    for (;;) {
+      const step = await modelStep(messages);
+      messages.push(...step.messages);
+      if (step.calls.length === 0) return;
+      messages.push(await toolStep(chatId, step.calls));
+    }
+  },
+  tearDown: async () => {},
+};
+
+function tetherSystem(): System {
+  let server: Awaited<ReturnType<typeof startChild>> | undefined;
+  let api = "";
+  let token = "";
+  let workspaceId = "";
+  let modelId = "";
+  const call = async (method: string, p: string, body?: unknown): Promise<unknown> => {
+    const r = await fetch(`${api}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  /** Reads the chat's SSE stream until a `status` event says `waiting`. */
+  const untilWaiting = async (chatId: string): Promise<void> => {
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), SSE_BOUND_MS);
+    try {
+      const r = await fetch(`${api}/api/v1/chats/${chatId}/stream`, {
+        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+        signal: ac.signal,
+      });
+      let done = false;
+      const parser = createParser({
+        onEvent: (e) => {
+          if (e.event !== "status") return;
+          const s = (JSON.parse(e.data) as { status: string }).status;
+          if (s === "error") throw new Error(`chat ${chatId} ended in error`);
+          if (s === "waiting") done = true;
+        },
+      });
+      const decoder = new TextDecoder();
+      for await (const chunk of r.body!) {
+        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+        if (done) return;
+      }
+      throw new Error(`the stream of chat ${chatId} ended before waiting`);
+    } finally {
+      clearTimeout(timer);
+      ac.abort();
+    }
+  };
+  return {
+    name: "Tether: API → durable loop → SSE",
+    database: names.tether,
+    setUp: async () => {
+      await recreate(names.tether);
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-data-"));
+      process.env.TETHER_SECRET_KEY = randomBytes(32).toString("base64");
+      server = await startChild(path.join(ROOT, "bin/tether"), [
+        "server",
+        ...["--listen", "127.0.0.1:0", "--postgres-url", dbUrl(names.tether)],
+        ...["--data-dir", dataDir, "--no-local-workspace", "--log-level", "warn"],
+      ]);
+      api = server.url;
+      const first = (await call("POST", "/api/v1/users/first", {
+        email: "bench@example.com",
+        password: "bench-password-1",
+      })) as { token: string };
+      token = first.token;
+      modelId = (
+        (await call("POST", "/api/v1/models", {
+          provider: "openai-compatible",
+          model: "fake-model",
+          base_url: fake.url,
+        })) as { id: string }
+      ).id;
+      workspaceId = (
+        (await call("POST", "/api/v1/workspaces", {
+          name: "bench",
+          agent_url: agentProc.url,
+        })) as { id: string }
+      ).id;
+    },
+    turn: async () => {
+      const chat = (await call("POST", "/api/v1/chats", {
+        workspace_id: workspaceId,
+        model_id: modelId,
+        message: "go",
+      })) as { id: string };
+      await untilWaiting(chat.id);
+    },
+    tearDown: async () => {
+      await server?.stop();
+    },
+  };
+}
+
+function dbosSystem(): System {
+  const modelStepStep = (messages: ModelMessage[]) =>
+    DBOS.runStep(() => modelStep(messages), { name: "model" });
+  const toolStepStep = (chatId: string, calls: ToolCallPart[]) =>
+    DBOS.runStep(() => toolStep(chatId, calls), { name: "tools" });
+  const turnWorkflow = DBOS.registerWorkflow(
+    async (chatId: string) => {
+      const messages: ModelMessage[] = [{ role: "user", content: "go" }];
+      for (;;) {
+        const step = await modelStepStep(messages);
+        messages.push(...step.messages);
+        if (step.calls.length === 0) return;
+        messages.push(await toolStepStep(chatId, step.calls));
+      }
+    },
+    { name: "turn" },
+  );
+  return {
+    name: "DBOS Transact workflow (reference)",
+    database: names.dbos,
+    setUp: async () => {
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${names.dbos} WITH (FORCE)`));
+      DBOS.setConfig({
+        name: "tether-bench",
+        systemDatabaseUrl: dbUrl(names.dbos),
+        logLevel: "error",
+        runAdminServer: false,
+      });
+      await DBOS.launch();
+    },
+    turn: async () => {
+      await turnWorkflow(randomUUID());
+    },
+    tearDown: async () => {
+      await DBOS.shutdown();
+    },
+  };
+}
+
+function langgraphSystem(): System {
+  const State = Annotation.Root({
+    chatId: Annotation<string>(),
+    messages: Annotation<ModelMessage[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+    calls: Annotation<ToolCallPart[]>({ reducer: (_, b) => b, default: () => [] }),
+  });
+  let saver: PostgresSaver | undefined;
+  let graph: ReturnType<typeof build> | undefined;
+  function build(checkpointer: PostgresSaver) {
+    return new StateGraph(State)
+      .addNode("model", async (s) => {
+        const step = await modelStep(s.messages);
+        return { messages: step.messages, calls: step.calls };
+      })
+      .addNode("tools", async (s) => ({ messages: [await toolStep(s.chatId, s.calls)] }))
+      .addEdge(START, "model")
+      .addConditionalEdges("model", (s) => (s.calls.length > 0 ? "tools" : END))
+      .addEdge("tools", "model")
+      .compile({ checkpointer });
+  }
+  return {
+    name: "LangGraph + PostgresSaver, sync (reference)",
+    database: names.langgraph,
+    setUp: async () => {
+      await recreate(names.langgraph);
+      saver = PostgresSaver.fromConnString(dbUrl(names.langgraph));
+      await saver.setup();
+      graph = build(saver);
+    },
+    turn: async () => {
+      const chatId = randomUUID();
+      await graph!.invoke(
+        { chatId, messages: [{ role: "user", content: "go" }] },
+        { configurable: { thread_id: chatId }, durability: "sync" },
+      );
+    },
+    tearDown: async () => {
+      await saver?.end();
+    },
+  };
+}
+
+// ---- the run ---------------------------------------------------------------------------------
+
+interface Result {
+  stats: Stats;
+  xactPerTurn?: number;
+}
+
+/**
+ * Every system set up and warmed up, then the turns interleaved (one of each in turn), so a
+ * change of the machine's load weighs on all alike; then every system closed, and the
+ * transactions each database committed meanwhile read.
+ */
+async function measureAll(all: System[]): Promise<Map<string, Result>> {
+  const samples = new Map<string, number[]>(all.map((s) => [s.name, []]));
+  const before = new Map<string, number>();
+  const ready: System[] = [];
+  try {
+    for (const s of all) {
+      await s.setUp();
+      ready.push(s);
+      for (let i = 0; i < warmup; i++) await s.turn();
+    }
+    for (const s of all) if (s.database) before.set(s.name, await xactCommit(s.database));
+    for (let i = 0; i < turns; i++) {
+      for (const s of all) {
+        const t0 = performance.now();
+        await s.turn();
+        samples.get(s.name)!.push(performance.now() - t0);
+      }
+    }
+  } finally {
+    for (const s of ready) await s.tearDown();
+  }
+  // What the last backends report at exit lands shortly after they closed.
+  await new Promise((r) => setTimeout(r, 500));
+  const results = new Map<string, Result>();
+  for (const s of all) {
+    const after = s.database ? await xactCommit(s.database) : 0;
+    results.set(s.name, {
+      stats: stats(samples.get(s.name)!),
+      ...(s.database && { xactPerTurn: (after - before.get(s.name)!) / turns }),
+    });
+  }
+  return results;
+}
+
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+const systems = [inMemory, tetherSystem(), dbosSystem(), langgraphSystem()];
+console.log(`load average at start: ${load()} (${os.cpus().length} cores)`);
+try {
+  const results = await measureAll(systems);
+  const base = results.get(inMemory.name)!.stats;
+  console.log(
+    `one turn (model step → execute \`true\` → model step), ${turns} turns per system after ${warmup} warm-up, systems interleaved`,
+  );
+  console.log(
+    "system                                         median ms  p99 ms  median/mem  p99/mem  commits/turn",
+  );
+  for (const [name, r] of results) {
+    console.log(
+      `${name.padEnd(46)}${fmt(r.stats.median, 2).padStart(10)}${fmt(r.stats.p99, 2).padStart(8)}${fmt(r.stats.median / base.median, 2).padStart(11)}x${fmt(r.stats.p99 / base.p99, 2).padStart(8)}x${(r.xactPerTurn === undefined ? "-" : fmt(r.xactPerTurn, 1)).padStart(14)}`,
+    );
+  }
+  const t = results.get(systems[1]!.name)!;
+  console.log(
+    `target: Tether within 1.6x of in-memory (median): ${fmt(t.stats.median / base.median, 2)}x ${t.stats.median / base.median <= 1.6 ? "MET" : "NOT MET"}; commits per turn <= 8: ${fmt(t.xactPerTurn ?? NaN, 1)} ${(t.xactPerTurn ?? Infinity) <= 8 ? "MET" : "NOT MET"}`,
+  );
+  console.log(`load average at end: ${load()}`);
+} finally {
+  client.close();
+  await agentProc.stop();
+  await fake.close();
+  await rm(agentDir, { recursive: true, force: true });
+  await admin(async (c) => {
+    for (const n of Object.values(names))
+      await c.query(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`);
+  });
+}
