@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import {
   captureSnapshot,
+  CONTEXT_CAPTURE_TIMEOUT_MS,
   contextView,
   loadSnapshot,
   organizationInstructions,
@@ -22,6 +23,9 @@ import { ownedChat } from "./chats.ts";
 import type { ApiContext } from "./context.ts";
 import { ApiError, IdParams, parse } from "./errors.ts";
 import { agentFailure } from "./processes.ts";
+
+/** The longest a refresh waits for the agent (its answer, and reaching it). */
+const REFRESH_TIMEOUT_MS = 2 * CONTEXT_CAPTURE_TIMEOUT_MS;
 
 export const InstructionsBody = z.object({
   text: z
@@ -56,7 +60,12 @@ export function promptRoutes(app: FastifyInstance, ctx: ApiContext): void {
     }
     let snapshot;
     try {
-      snapshot = await captureSnapshot(ctx.db, client, AbortSignal.timeout(30_000));
+      snapshot = await captureSnapshot(
+        ctx.db,
+        client,
+        AbortSignal.timeout(REFRESH_TIMEOUT_MS),
+        CONTEXT_CAPTURE_TIMEOUT_MS,
+      );
     } catch (err) {
       throw agentFailure(err, undefined);
     }
