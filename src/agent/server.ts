@@ -18,6 +18,7 @@ import {
   type StartProcessResponse,
 } from "../contract/index.ts";
 import { errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
+import { registerContextRoute } from "./context.ts";
 import * as files from "./files/index.ts";
 import { ProcessManager } from "./processes/index.ts";
 import { cancelRoute } from "./toolcalls/cancel.ts";
@@ -302,6 +303,8 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     if (!req.ok) return sendAnswer(reply, req.answer);
     return sendAnswer(reply, await files.listDirectory(req.value, homeDir));
   });
+
+  registerContextRoute(app, { dir, homeDir, env: o.env ?? process.env });
 
   app.get("/api/v0/info", (_request, reply) =>
     sendAnswer(

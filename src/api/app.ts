@@ -12,6 +12,7 @@ import { authenticate, authRoutes } from "./auth.ts";
 import { ChatChanges } from "./changes.ts";
 import type { ApiContext, ApiOptions } from "./context.ts";
 import { chatRoutes } from "./chats.ts";
+import { promptRoutes } from "./prompt.ts";
 import { ApiError, handleError, refuseUnstorableInput } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
@@ -153,6 +154,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   templateRoutes(app, ctx);
   modelRoutes(app, ctx);
   chatRoutes(app, ctx);
+  promptRoutes(app, ctx);
   processRoutes(app, ctx);
   streamRoutes(app, ctx);
   usageRoutes(app, ctx);

@@ -42,6 +42,9 @@ export type AuditAction =
   | "chat.edit"
   | "chat.unqueue"
   | "chat.update"
+  | "chat.refresh_context"
+  | "chat.compact"
+  | "settings.instructions"
   | "process.signal"
   | "tool.call";
 

@@ -49,6 +49,7 @@ describeDatabases("chats", (db) => {
     expect(got.status).toBe(200);
     expect(Object.keys(got.body).sort()).toEqual([
       "archived",
+      "context",
       "created_at",
       "id",
       "model_id",

@@ -26,6 +26,7 @@ import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { canUseWorkspace, findWorkspace } from "./workspaces.ts";
+import { chatContext } from "./prompt.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 
@@ -197,7 +198,8 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get("/api/v1/chats/:id", async (request) => {
     const { id } = parse(IdParams, request.params, "path");
-    return chatView(await readableChat(ctx, request, id));
+    const chat = await readableChat(ctx, request, id);
+    return { ...chatView(chat), context: await chatContext(ctx, id) };
   });
 
   app.post("/api/v1/chats/:id/messages", async (request, reply) => {

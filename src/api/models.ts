@@ -31,6 +31,8 @@ const ModelFields = z.object({
     .refine((s) => URL.canParse(s), "must be a URL"),
   api_key: z.string().min(1, "must not be empty").max(4096),
   context_limit: z.number().int().positive().max(100_000_000),
+  /** Compact after a step whose prompt passed this percent of the limit; 100 = never. */
+  compact_threshold_percent: z.number().int().min(1).max(100),
   is_default: z.boolean(),
   enabled: z.boolean(),
   input_price_per_mtok_micros: Price,
@@ -54,6 +56,7 @@ export const ModelPatch = ModelFields.extend({
   base_url: ModelFields.shape.base_url.nullable(),
   api_key: ModelFields.shape.api_key.nullable(),
   context_limit: ModelFields.shape.context_limit.nullable(),
+  compact_threshold_percent: ModelFields.shape.compact_threshold_percent.nullable(),
 }).partial();
 
 const COLUMNS = [
@@ -62,6 +65,7 @@ const COLUMNS = [
   "base_url",
   "api_key",
   "context_limit",
+  "compact_threshold_percent",
   "is_default",
   "enabled",
   "input_price_per_mtok_micros",
@@ -107,8 +111,8 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (body.is_default) await clearDefault(tx);
       const r = await tx.query(
         `INSERT INTO model_configs (id, provider, model, base_url, api_key, context_limit, is_default,
-           enabled, input_price_per_mtok_micros, output_price_per_mtok_micros)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+           enabled, input_price_per_mtok_micros, output_price_per_mtok_micros, compact_threshold_percent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
         [
           id,
           body.provider,
@@ -120,6 +124,7 @@ export function modelRoutes(app: FastifyInstance, ctx: ApiContext): void {
           body.enabled ?? true,
           body.input_price_per_mtok_micros ?? 0,
           body.output_price_per_mtok_micros ?? 0,
+          body.compact_threshold_percent ?? null,
         ],
       );
       const row = r.rows[0]!;

@@ -21,6 +21,7 @@ import {
 import { API_ERROR_CODES, API_ERRORS, IdParams } from "./errors.ts";
 import { ModelPatch, NewModelBody } from "./models.ts";
 import { ProcessParams, SignalBody } from "./processes.ts";
+import { InstructionsBody } from "./prompt.ts";
 import { StreamQuery } from "./stream.ts";
 import { BuildParams, NewTemplateWorkspaceBody } from "./template-workspaces.ts";
 import { NewTemplateBody, TemplatePatch } from "./templates.ts";
@@ -203,6 +204,25 @@ export const ROUTES: Record<string, RouteDoc> = {
     summary: "Interrupt a chat",
     status: 202,
     params: IdParams,
+  },
+  "POST /api/v1/chats/:id/refresh-context": {
+    summary: "Take a new snapshot of the chat's workspace context (AGENTS.md, environment)",
+    status: 200,
+    params: IdParams,
+  },
+  "POST /api/v1/chats/:id/compact": {
+    summary: "Make a compaction the chat's next action",
+    status: 202,
+    params: IdParams,
+  },
+  "GET /api/v1/settings/instructions": {
+    summary: "The organisation-wide instructions every chat's prompt carries",
+    status: 200,
+  },
+  "PUT /api/v1/settings/instructions": {
+    summary: "Set the organisation-wide instructions (admin; audited)",
+    status: 200,
+    body: InstructionsBody,
   },
   "GET /api/v1/chats/:id/queue": {
     summary: "The messages waiting to run in a chat",

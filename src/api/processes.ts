@@ -77,7 +77,11 @@ async function agentOf(ctx: ApiContext, chat: Chat): Promise<[AgentClient, ChatI
  * have reached the agent may or may not have had, so the answer never claims it did not. The
  * socket's own error is never passed on (agent-failure-text.ts): the log has it.
  */
-function agentFailure(err: unknown, processId: string | undefined, effect?: string): unknown {
+export function agentFailure(
+  err: unknown,
+  processId: string | undefined,
+  effect?: string,
+): unknown {
   const unknownEffect = effect
     ? ` ${effect} may or may not have taken effect: read the process's output before trying again.`
     : " Try again.";

@@ -52,7 +52,7 @@ const USAGE_RECORD = `m.role = 'tool' AND m.visibility = 'model' AND m.content @
  */
 function usageSql(group: GroupBy): string {
   return `SELECT ${GROUPS[group].key} AS key, MAX(${GROUPS[group].label}) AS label,
-      COALESCE(SUM(m.runtime_ms) FILTER (WHERE m.role = 'assistant'), 0) AS model_runtime_ms,
+      COALESCE(SUM(m.runtime_ms) FILTER (WHERE m.role = 'assistant' OR m.boundary), 0) AS model_runtime_ms,
       COALESCE(SUM(m.runtime_ms) FILTER (WHERE ${USAGE_RECORD}), 0) AS tool_runtime_ms,
       COALESCE(SUM(b.billed_calls), 0) AS billed_calls,
       COALESCE(SUM(m.input_tokens), 0) AS input_tokens,

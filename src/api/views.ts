@@ -6,6 +6,7 @@ import type { Chat } from "../chatd/chats.ts";
 import { withoutCredentials } from "./agent-url.ts";
 import { retryingOf, type QueuedMessage, type Retrying } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
+import type { ContextView } from "../chatd/prompt/index.ts";
 import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
 
@@ -46,6 +47,11 @@ export interface ChatView {
    * in a row, the last failure in words, and when the next attempt starts; null otherwise.
    */
   retrying: Retrying | null;
+  /**
+   * `GET /chats/{id}` only: the chat's context snapshot (its instruction files' paths and sizes,
+   * when it was taken), null before its first model step.
+   */
+  context?: ContextView | null;
 }
 
 export function chatView(c: Chat): ChatView {
@@ -73,6 +79,8 @@ export interface MessageView {
   parts: VisiblePart[];
   created_at: string;
   runtime_ms?: number;
+  /** A compaction boundary: the model's prompt starts at the latest one (its part: `compaction`). */
+  boundary?: true;
 }
 
 export function messageView(m: ChatMessage): MessageView {
@@ -83,6 +91,7 @@ export function messageView(m: ChatMessage): MessageView {
     created_at: m.createdAt.toISOString(),
   };
   if (m.runtimeMs > 0) v.runtime_ms = m.runtimeMs;
+  if (m.boundary) v.boundary = true;
   return v;
 }
 
@@ -161,6 +170,8 @@ export interface ModelView {
   model: string;
   base_url: string | null;
   context_limit: number | null;
+  /** Compaction threshold, percent of the context limit; null = the default (70). */
+  compact_threshold_percent: number | null;
   is_default: boolean;
   enabled: boolean;
   /** Integer micro-dollars per million tokens. */
@@ -179,6 +190,7 @@ export function modelView(r: Record<string, unknown>): ModelView {
     model: r.model as string,
     base_url: (r.base_url as string | null) ?? null,
     context_limit: (r.context_limit as number | null) ?? null,
+    compact_threshold_percent: (r.compact_threshold_percent as number | null) ?? null,
     is_default: r.is_default as boolean,
     enabled: r.enabled as boolean,
     input_price_per_mtok_micros: Number(r.input_price_per_mtok_micros),

@@ -20,6 +20,8 @@ export interface Chat {
   generationAttempt: number;
   retryState: unknown;
   lastError: { message: string; detail?: string } | null;
+  /** A compaction was asked for: the chat's next action is one (docs/prompt.md). */
+  compactRequested: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -57,6 +59,7 @@ export function rowToChat(r: Record<string, unknown>): Chat {
     generationAttempt: r.generation_attempt as number,
     retryState: r.retry_state ?? null,
     lastError: (r.last_error as Chat["lastError"]) ?? null,
+    compactRequested: r.compact_requested === true,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
   };

@@ -19,11 +19,29 @@ import {
   type ToolCallPart,
 } from "./messages.ts";
 import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.ts";
-import { SYSTEM_PROMPT, toModelMessages } from "./prompt.ts";
+import {
+  captureSnapshot,
+  compactionDue,
+  CONTEXT_CAPTURE_TIMEOUT_MS,
+  compactionRequest,
+  ContextTooLongError,
+  DEFAULT_COMPACT_THRESHOLD_PERCENT,
+  DEFAULT_CONTEXT_LIMIT_TOKENS,
+  isContextTooLong,
+  loadSnapshot,
+  sinceBoundary,
+  systemPrompt,
+  toModelMessages,
+  toolResultBudgetBytes,
+  type ContextBudget,
+  type ContextSnapshot,
+} from "./prompt/index.ts";
 import type { StreamBuffer } from "./stream.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
+  commitCompaction,
   commitStep,
+  keepContextSnapshot,
   finishTurn,
   readForTask,
   recordGenerationAttempt,
@@ -32,6 +50,20 @@ import {
 export interface ResolvedModel {
   model: LanguageModel;
   prices: ModelPrices;
+  /**
+   * The model's context limit in tokens: the model row's `context_limit`, else the provider's
+   * known limit, else DEFAULT_CONTEXT_LIMIT_TOKENS (the default when absent).
+   */
+  contextLimitTokens?: number;
+  /** Compact after a step whose prompt passed this percent of the limit (default 70; 100 = off). */
+  compactThresholdPercent?: number;
+}
+
+function budgetOf(m: ResolvedModel): ContextBudget {
+  return {
+    limitTokens: m.contextLimitTokens ?? DEFAULT_CONTEXT_LIMIT_TOKENS,
+    thresholdPercent: m.compactThresholdPercent ?? DEFAULT_COMPACT_THRESHOLD_PERCENT,
+  };
 }
 
 export interface GenerationDeps {
@@ -40,7 +72,10 @@ export interface GenerationDeps {
   buffer: StreamBuffer;
   /** Bound on each start, edit, write or cancel request to an agent (CHATD.md 6). */
   agentAnswerTimeoutMs: number;
-  /** Tool results are cut to this many bytes before they are committed. */
+  /**
+   * Tool results are cut to at most this many bytes before they are committed; a model with a
+   * small context gets less (a tenth of its limit, prompt/compaction.ts).
+   */
   toolResultBudgetBytes: number;
   /** The chat's model and its prices (what an assistant message's tokens cost). */
   resolveModel(chat: Chat): Promise<ResolvedModel>;
@@ -70,23 +105,181 @@ export async function generationTask(
 ): Promise<void> {
   const { chat, history } = await readForTask(deps.db, fence);
   const open = unresolvedToolCalls(history);
-  if (open) return runBatch(deps, fence, chat, open.message, open.calls, signal);
-  if (turnComplete(history)) {
+  if (open) {
+    // The snapshot was taken before the model step that made these calls (a chat from before
+    // snapshots has none: its file tools then take absolute paths only).
+    const kept = (await loadSnapshot(deps.db, chat.id))?.snapshot;
+    return runBatch(deps, fence, chat, open.message, open.calls, signal, kept);
+  }
+  // Never while a call is unresolved (above): a compaction is the next action once one is due.
+  let resolved: ResolvedModel | undefined;
+  try {
+    resolved = await deps.resolveModel(chat);
+  } catch (err) {
+    if (!turnComplete(history)) throw err; // a finished turn finishes without a model
+  }
+  if (resolved) {
+    const budget = budgetOf(resolved);
+    const due = compactionDue(history, chat.compactRequested ? "requested" : undefined, budget);
+    if (due) return compact(deps, fence, history, resolved, budget, due, signal);
+  }
+  if (!resolved || turnComplete(history)) {
     await finishTurn(deps.db, fence);
     return;
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
-  return callModel(deps, fence, chat, history, signal);
+  const kept = await chatSnapshot(deps, fence, chat, signal);
+  if (kept === "kept") return; // its own action: the next task calls the model with it
+  return callModel(deps, fence, chat, history, signal, resolved, budgetOf(resolved), kept);
+}
+
+/**
+ * How many bytes one tool result of this chat may take: a tenth of its model's context, never
+ * more than the server's budget (the server's budget when the model cannot be resolved).
+ */
+export async function toolResultBudgetOf(deps: GenerationDeps, chat: Chat): Promise<number> {
+  try {
+    const budget = budgetOf(await deps.resolveModel(chat));
+    return toolResultBudgetBytes(budget.limitTokens, deps.toolResultBudgetBytes);
+  } catch {
+    return deps.toolResultBudgetBytes;
+  }
 }
 
 /** The turn is complete when the model's last word is an answer, not a tool call. */
-function turnComplete(history: ChatMessage[]): boolean {
+export function turnComplete(history: ChatMessage[]): boolean {
   for (let i = history.length - 1; i >= 0; i--) {
     const m = history[i]!;
     if (m.role === "tool" && m.content.every((p) => p.type === "tool-batch-usage")) continue;
+    if (m.boundary) return m.content.some((p) => p.type === "compaction" && p.turn_complete);
     return m.role === "assistant" && !m.content.some((p) => p.type === "tool-call");
   }
   return true; // empty history: nothing to answer
+}
+
+/**
+ * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
+ * "kept": the model step is the next task, so a model attempt never waits for the agent's
+ * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
+ * step's prompt says so, and the next step tries again.
+ */
+async function chatSnapshot(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  signal: AbortSignal,
+): Promise<ContextSnapshot | "kept"> {
+  const kept = await loadSnapshot(deps.db, chat.id);
+  if (kept) return kept.snapshot;
+  const client = await deps.resolveAgent(chat);
+  let taken: ContextSnapshot;
+  try {
+    taken = await captureSnapshot(
+      deps.db,
+      client,
+      signal,
+      Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
+    );
+  } catch (err) {
+    signal.throwIfAborted();
+    deps.log.warn(
+      { chat_id: chat.id, error: err instanceof Error ? err.message : String(err) },
+      "context snapshot failed; trying again at the next step",
+    );
+    return {
+      environment: null,
+      files: [],
+      organization: null,
+      note:
+        "The workspace agent could not be reached to learn its environment: use absolute " +
+        "paths, and expect tool calls to report the agent unreachable.",
+    };
+  }
+  await keepContextSnapshot(deps.db, fence, taken);
+  return "kept";
+}
+
+/** A step's prompt size as the provider reported it: input + cache read + cache write. */
+function promptTokensOf(u: {
+  inputTokens?: number | undefined;
+  inputTokenDetails?: {
+    noCacheTokens?: number | undefined;
+    cacheReadTokens?: number | undefined;
+    cacheWriteTokens?: number | undefined;
+  };
+}): number {
+  const d = u.inputTokenDetails;
+  const parts = [d?.noCacheTokens, d?.cacheReadTokens, d?.cacheWriteTokens];
+  const detailed = parts.every((x) => x === undefined)
+    ? undefined
+    : parts.reduce<number>((a, x) => a + (x ?? 0), 0);
+  return Math.max(u.inputTokens ?? 0, detailed ?? 0);
+}
+
+/**
+ * The compaction action: one model call with no tools writes the summary of the conversation
+ * since the boundary, committed as the new boundary (fenced like a model step, so a retried or
+ * interrupted one commits at most one). Its model time and tokens are billed on the boundary.
+ */
+async function compact(
+  deps: GenerationDeps,
+  fence: Fence,
+  history: ChatMessage[],
+  resolved: ResolvedModel,
+  budget: ContextBudget,
+  reason: "threshold" | "requested" | "context_too_long",
+  signal: AbortSignal,
+): Promise<void> {
+  const attempt = await recordGenerationAttempt(deps.db, fence);
+  const attemptFence: Fence = { ...fence, generationAttempt: attempt };
+  const request = compactionRequest(history, budget.limitTokens);
+  const lastStep = sinceBoundary(history)
+    .filter((m) => m.role === "assistant" && m.promptTokens !== null)
+    .at(-1);
+  const opened = deps.clock.now();
+  const result = streamText({
+    model: resolved.model,
+    system: request.system,
+    messages: request.messages,
+    abortSignal: signal,
+    maxRetries: 0,
+    onError: () => undefined,
+  });
+  let summary = "";
+  let usage = { inputTokens: 0, outputTokens: 0 };
+  for await (const p of result.fullStream) {
+    if (p.type === "text-delta") summary += p.text;
+    else if (p.type === "finish")
+      usage = {
+        inputTokens: p.totalUsage.inputTokens ?? 0,
+        outputTokens: p.totalUsage.outputTokens ?? 0,
+      };
+    else if (p.type === "error")
+      throw p.error instanceof Error ? p.error : new Error(String(p.error));
+  }
+  signal.throwIfAborted();
+  const runtimeMs = deps.clock.now() - opened;
+  await commitCompaction(deps.db, attemptFence, {
+    role: "system",
+    visibility: "both",
+    content: [
+      {
+        type: "compaction",
+        summary: summary.trim() || "(The model wrote an empty summary.)",
+        messages_compacted: request.compacted,
+        prompt_tokens_before: lastStep?.promptTokens ?? null,
+        reason,
+        turn_complete: turnComplete(history),
+      },
+    ],
+    runtimeMs,
+    ...usage,
+    costMicros: costMicros(usage, resolved.prices),
+  });
+  deps.log.info(
+    { chat_id: fence.chatId, reason, messages_compacted: request.compacted },
+    "chat compacted",
+  );
 }
 
 async function callModel(
@@ -95,18 +288,46 @@ async function callModel(
   chat: Chat,
   history: ChatMessage[],
   signal: AbortSignal,
+  resolved: ResolvedModel,
+  budget: ContextBudget,
+  snapshot: ContextSnapshot,
+): Promise<void> {
+  try {
+    await streamModelStep(deps, fence, chat, history, signal, resolved, budget, snapshot);
+  } catch (err) {
+    if (signal.aborted || !isContextTooLong(err)) throw err;
+    // The provider refused the prompt as too long: compact and try again, once. Right after a
+    // compaction (or with nothing to compact) the turn fails with a clear last_error.
+    const justCompacted = history.at(-1)?.boundary === true;
+    if (justCompacted || !compactionDue(history, "context_too_long", budget)) {
+      throw new ContextTooLongError(budget.limitTokens);
+    }
+    deps.buffer.end(chat.id);
+    await compact(deps, fence, history, resolved, budget, "context_too_long", signal);
+  }
+}
+
+async function streamModelStep(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  history: ChatMessage[],
+  signal: AbortSignal,
+  resolved: ResolvedModel,
+  budget: ContextBudget,
+  snapshot: ContextSnapshot,
 ): Promise<void> {
   const attempt = await recordGenerationAttempt(deps.db, fence);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
-  const { model, prices } = await deps.resolveModel(chat);
+  const { model, prices } = resolved;
   const parts = new AssistantParts();
   // The model window: from just before the stream opens until it is fully read.
   const opened = deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
   const result = streamText({
     model,
-    system: SYSTEM_PROMPT,
+    system: systemPrompt(snapshot),
     messages: toModelMessages(history),
     tools: toolDeclarations(),
     abortSignal: signal,
@@ -116,6 +337,7 @@ async function callModel(
     onError: () => undefined,
   });
   let usage = { inputTokens: 0, outputTokens: 0 };
+  let promptTokens = 0;
   for await (const p of result.fullStream) {
     switch (p.type) {
       case "text-delta":
@@ -137,6 +359,7 @@ async function callModel(
           inputTokens: p.totalUsage.inputTokens ?? 0,
           outputTokens: p.totalUsage.outputTokens ?? 0,
         };
+        promptTokens = promptTokensOf(p.totalUsage);
         break;
       case "error":
         throw p.error instanceof Error ? p.error : new Error(String(p.error));
@@ -159,6 +382,8 @@ async function callModel(
       runtimeMs,
       ...usage,
       costMicros: costMicros(usage, prices),
+      promptTokens,
+      contextLimit: budget.limitTokens,
     },
   ]);
   deps.buffer.end(chat.id);
@@ -171,8 +396,10 @@ async function runBatch(
   message: ChatMessage,
   calls: ToolCallPart[],
   signal: AbortSignal,
+  snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
+  const workspaceDir = snapshot?.environment?.directory;
   if (client) await auditToolCalls(deps.db, chat, message.id, calls);
   const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
@@ -219,6 +446,7 @@ async function runBatch(
           clock: deps.clock,
           agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
           signal,
+          ...(workspaceDir !== undefined && { workspaceDir }),
         },
         { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
       );
@@ -244,7 +472,7 @@ async function runBatch(
   const messages = batchMessages(
     calls,
     outcomes.map((o) => o.result),
-    deps.toolResultBudgetBytes,
+    await toolResultBudgetOf(deps, chat),
     outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
   await commitStep(deps.db, fence, messages);

@@ -6,12 +6,13 @@ import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
-import type { GenerationDeps } from "./generation.ts";
+import { toolResultBudgetOf, type GenerationDeps } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";
 import type { EpisodeView } from "./stream.ts";
 import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
+import { loadSnapshot } from "./prompt/index.ts";
 import { finishInterruption, readForTask } from "./transitions/index.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
@@ -100,11 +101,12 @@ async function cancelBatch(
 ): Promise<NewMessage[]> {
   const client = await deps.resolveAgent(chat);
   const ageMs = await toolCallAgeMs(deps.db, open.message.id);
+  const workspaceDir = (await loadSnapshot(deps.db, chat.id))?.snapshot.environment?.directory;
   // A call counts as started unless its cancel proves it never reached the agent.
   const started: boolean[] = open.calls.map(() => true);
   const results = await Promise.all(
     open.calls.map((call, i) =>
-      resultFor(deps, client, chat, open.message, ageMs, signal, call, (s) => {
+      resultFor(deps, client, chat, open.message, ageMs, signal, call, workspaceDir, (s) => {
         started[i] = s;
       }),
     ),
@@ -118,7 +120,7 @@ async function cancelBatch(
       return s.billable === true ? { start: s.startedAt, end: s.endedAt } : undefined;
     return started[i] ? { start: s.startedAt, end: interruptedAt } : undefined;
   });
-  return batchMessages(open.calls, results, deps.toolResultBudgetBytes, intervals);
+  return batchMessages(open.calls, results, await toolResultBudgetOf(deps, chat), intervals);
 }
 
 async function resultFor(
@@ -129,6 +131,7 @@ async function resultFor(
   toolCallAgeMs: number,
   signal: AbortSignal,
   call: ToolCallPart,
+  workspaceDir: string | undefined,
   onStarted: (started: boolean) => void,
 ): Promise<ToolResult> {
   if (!client) {
@@ -143,6 +146,7 @@ async function resultFor(
       clock: deps.clock,
       agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
       signal,
+      ...(workspaceDir !== undefined && { workspaceDir }),
     },
     { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
     { onStarted },

@@ -16,7 +16,25 @@ export type MessagePart =
       result: unknown;
       is_error: boolean;
     }
-  | { type: "tool-batch-usage"; billed_ms: number; billed_calls: number };
+  | { type: "tool-batch-usage"; billed_ms: number; billed_calls: number }
+  | CompactionPart;
+
+/**
+ * A compaction's summary of the conversation before it (a boundary message's one part): the
+ * model's prompt starts here; the messages before stay whole for people and the API.
+ */
+export interface CompactionPart {
+  type: "compaction";
+  summary: string;
+  /** How many messages the model no longer sees (those since the previous boundary). */
+  messages_compacted: number;
+  /** The last model step's prompt size before the compaction, when known (tokens). */
+  prompt_tokens_before: number | null;
+  /** Why: the prompt passed the threshold, the user asked, or the provider refused it. */
+  reason: "threshold" | "requested" | "context_too_long";
+  /** Whether the turn was over when it compacted (else the model continues from the summary). */
+  turn_complete: boolean;
+}
 
 export interface ChatMessage {
   /** `chat_messages.id`: int64 as a decimal string, increasing within a chat. */
@@ -31,6 +49,12 @@ export interface ChatMessage {
   outputTokens: number;
   runtimeMs: number;
   costMicros: number;
+  /** A model step's prompt size (input + cache read + cache write tokens), else null. */
+  promptTokens: number | null;
+  /** The context limit that prompt was measured against, else null. */
+  contextLimit: number | null;
+  /** A compaction boundary: the model's prompt starts at the latest one. */
+  boundary: boolean;
 }
 
 /** A message to insert; the transition gives it its ID and time. */
@@ -45,6 +69,9 @@ export interface NewMessage {
   outputTokens?: number;
   runtimeMs?: number;
   costMicros?: number;
+  promptTokens?: number;
+  contextLimit?: number;
+  boundary?: boolean;
 }
 
 /**
@@ -137,5 +164,10 @@ export function rowToMessage(r: Record<string, unknown>): ChatMessage {
     outputTokens: r.output_tokens as number,
     runtimeMs: r.runtime_ms as number,
     costMicros: r.cost_micros as number,
+    promptTokens:
+      r.prompt_tokens === null || r.prompt_tokens === undefined ? null : Number(r.prompt_tokens),
+    contextLimit:
+      r.context_limit === null || r.context_limit === undefined ? null : Number(r.context_limit),
+    boundary: r.boundary === true,
   };
 }

@@ -14,7 +14,11 @@ export interface ApiMessage {
     tool_name?: string;
     args?: unknown;
     result?: unknown;
+    /** A compaction boundary's summary (docs/prompt.md). */
+    summary?: string;
+    messages_compacted?: number;
   }[];
+  boundary?: true;
 }
 
 /** The server answered with an error status; the message is its own, with the route. */

@@ -116,6 +116,13 @@ export class HumanOutput implements ChatOutput {
       this.#screen.busy("working…");
     } else if (m.role === "tool") {
       for (const p of m.parts) if (p.type === "tool-result") this.#result(p);
+    } else if (m.boundary) {
+      for (const p of m.parts)
+        if (p.type === "compaction")
+          this.#screen.write(
+            "out",
+            `── compacted ${p.messages_compacted ?? 0} messages; the model continues from this summary:\n${p.summary ?? ""}\n`,
+          );
     }
   }
 

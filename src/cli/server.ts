@@ -22,12 +22,14 @@ import {
   SLOTS,
 } from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
+import { DEFAULT_CONTEXT_LIMIT_TOKENS } from "../chatd/prompt/index.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/worker.ts";
 import { WorkspaceServices } from "../workspaces/index.ts";
 import {
   createLanguageModel,
+  knownContextLimit,
   defaultModelSpec,
   parseModelSpec,
   type ProviderName,
@@ -264,6 +266,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         updated_at: Date;
         input_price_per_mtok_micros: string | number;
         output_price_per_mtok_micros: string | number;
+        context_limit: number | null;
+        compact_threshold_percent: number | null;
       }>(
         chat.modelConfigId
           ? "SELECT * FROM model_configs WHERE id = $1"
@@ -286,7 +290,15 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         });
         models.set(key, m);
       }
-      return { model: m, prices: pricesOf(c) };
+      return {
+        model: m,
+        prices: pricesOf(c),
+        contextLimitTokens:
+          c.context_limit ?? knownContextLimit(c.provider, c.model) ?? DEFAULT_CONTEXT_LIMIT_TOKENS,
+        ...(c.compact_threshold_percent !== null && {
+          compactThresholdPercent: c.compact_threshold_percent,
+        }),
+      };
     },
     resolveAgent: async (chat: Chat) =>
       chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,

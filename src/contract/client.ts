@@ -17,6 +17,7 @@ import type {
   CancelToolCallResponse,
   EditFilesRequest,
   EditFilesResponse,
+  ContextResponse,
   InfoResponse,
   ListDirectoryRequest,
   ListDirectoryResponse,
@@ -267,6 +268,13 @@ export class AgentClient {
     return parse(
       await this.#expectOk({ method: "GET", path: "/api/v0/info" }, opts),
     ) as InfoResponse;
+  }
+
+  /** The workspace's environment and instruction files (an extension; 404 on older agents). */
+  async context(opts: CallOptions = {}): Promise<ContextResponse> {
+    return parse(
+      await this.#expectOk({ method: "GET", path: "/api/v0/context" }, opts),
+    ) as ContextResponse;
   }
 
   // ---- transport -----------------------------------------------------------------------

@@ -140,6 +140,38 @@ export interface InfoResponse {
   tool_calls: true;
 }
 
+// ---- context (an extension: GET /api/v0/context) ----------------------------------------
+
+/** One instruction file the agent found, cut to the per-file cap. */
+export interface ContextFile {
+  /** Absolute path on the workspace's machine. */
+  path: string;
+  /** The file's size on disk. */
+  bytes: number;
+  /** True when `content` holds less than the whole file (a cap cut it). */
+  truncated: boolean;
+  content: string;
+}
+
+/** The workspace as the agent sees it: what a model needs to know before it acts. */
+export interface ContextResponse {
+  /** The workspace directory (absolute): where relative paths start. */
+  directory: string;
+  /** `process.platform` and `process.arch` of the agent (`linux`, `x64`). */
+  os: string;
+  arch: string;
+  /** The shell commands run in (`sh -c`), and the user's login shell when known. */
+  shell: string;
+  /** The agent's local date, `YYYY-MM-DD` (informational, never a decision: A6). */
+  date: string;
+  /** Set when the workspace directory is inside a git work tree. */
+  git: { branch: string } | null;
+  /** AGENTS.md, CLAUDE.md, .cursorrules in the directory, then ~/.tether/AGENTS.md. */
+  files: ContextFile[];
+  /** The caps applied: per file and for all files together, in bytes. */
+  limits: { file_bytes: number; total_bytes: number };
+}
+
 /** The error body of every route. Contract refusals add `code` (see errors.ts). */
 export interface ErrorResponse {
   message: string;

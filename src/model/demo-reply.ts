@@ -32,6 +32,10 @@ export const DEMO_HELP_TEXT = [
 
 /** Decides the reply to a request, following the rules in the order the docs list them. */
 export function decideDemoReply(options: LanguageModelV3CallOptions): DemoReply {
+  const first = options.prompt[0];
+  if (first?.role === "system" && first.content.startsWith(COMPACTION_REQUEST_HEAD)) {
+    return { kind: "text", text: demoSummary(options.prompt) };
+  }
   const last = options.prompt.at(-1);
   if (last?.role === "tool") {
     const results = last.content.filter(
@@ -75,6 +79,28 @@ export function decideDemoReply(options: LanguageModelV3CallOptions): DemoReply 
     ]);
   }
   return { kind: "text", text: DEMO_HELP_TEXT };
+}
+
+/**
+ * How chatd's compaction request opens (src/chatd/prompt/compaction.ts, COMPACTION_PROMPT_HEAD):
+ * the demo model answers it with a summary instead of a tool call.
+ */
+export const COMPACTION_REQUEST_HEAD = "You are compacting a conversation";
+
+/** A summary of the transcript chatd sends: what the user asked and which tools ran. */
+function demoSummary(prompt: LanguageModelV3Prompt): string {
+  const text = promptText(prompt.slice(1));
+  const asked = [...text.matchAll(/^\[user\]\n(.+)$/gm)].map((m) => m[1]!.trim());
+  const calls = [...text.matchAll(/^\[tool call [^\]]*\] (\S+) (.*)$/gm)].map(
+    (m) => `${m[1]} ${oneLine(m[2]!)}`,
+  );
+  return [
+    "Summary (demo model).",
+    `- Goal: ${asked.length > 0 ? asked.map(oneLine).join("; ") : "none stated"}`,
+    `- Commands and tools: ${calls.length > 0 ? calls.join("; ") : "none"}`,
+    "- Background processes: see the tool calls above.",
+    "- Open tasks: none known.",
+  ].join("\n");
 }
 
 /** A tool call when the request declares the tool (and allows tools), else a text refusal. */
@@ -126,6 +152,18 @@ function summarizeValue(toolName: string, value: unknown): string {
   }
   if (!isRecord(value)) return `${toolName} returned ${oneLine(JSON.stringify(value) ?? "")}.`;
   const { exit_code: exitCode, output, status } = value;
+  if (status === "completed" && value.kind === "file" && typeof value.path === "string") {
+    const content = typeof value.content === "string" ? value.content : "";
+    return (
+      `Read ${value.path}: ${String(value.lines_read)} of ${String(value.total_lines)} lines.` +
+      quoteFirstLine(content.replace(/^\s*\d+\t/, ""))
+    );
+  }
+  if (status === "completed" && value.kind === "directory" && typeof value.path === "string") {
+    const n = Array.isArray(value.entries) ? value.entries.length : 0;
+    return `${value.path} is a directory with ${n} entries.`;
+  }
+  if (status === "applied" && typeof value.path === "string") return `Wrote ${value.path}.`;
   if (typeof exitCode === "number" && typeof output === "string") {
     return `Exit code ${exitCode}, ${byteLength(output)} bytes of output.${quoteFirstLine(output)}`;
   }

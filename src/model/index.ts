@@ -15,3 +15,4 @@ export {
 } from "./registry.ts";
 export { createDemoModel, DEMO_MODEL_ID, DEMO_PROVIDER, type DemoModelOptions } from "./demo.ts";
 export { DEMO_HELP_TEXT } from "./demo-reply.ts";
+export { knownContextLimit } from "./limits.ts";

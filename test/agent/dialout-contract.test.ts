@@ -13,6 +13,7 @@ agentTransport.kind = "dialout";
 await import("./processes.test.ts");
 await import("./cancel.test.ts");
 await import("./files.test.ts");
+await import("./context.test.ts");
 await import("../../src/chatd/tools/execute.test.ts");
 await import("../../src/chatd/tools/files.test.ts");
 await import("../../src/chatd/tools/interrupt.test.ts");

@@ -65,6 +65,8 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
         base_url: string;
         input_price_per_mtok_micros: string | number;
         output_price_per_mtok_micros: string | number;
+        context_limit: number | null;
+        compact_threshold_percent: number | null;
       }>("SELECT * FROM model_configs WHERE id = $1", [chat.modelConfigId]);
       const c = r.rows[0]!;
       return {
@@ -75,6 +77,10 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
           apiKey: "k",
         }),
         prices: pricesOf(c),
+        ...(c.context_limit !== null && { contextLimitTokens: c.context_limit }),
+        ...(c.compact_threshold_percent !== null && {
+          compactThresholdPercent: c.compact_threshold_percent,
+        }),
       };
     },
     resolveAgent: async (chat: Chat) =>

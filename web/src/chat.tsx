@@ -18,6 +18,7 @@ import {
   useApi,
   useDocumentTitle,
   useInterval,
+  When,
 } from "./widgets.tsx";
 import type { Chat, ChatStatus, Message, Part, PartEvent, Queued, Usage } from "./types.ts";
 import { WorkspaceBanner } from "./workspace-status.tsx";
@@ -336,7 +337,11 @@ export function ChatView({ id }: { id: string }) {
     () =>
       void api<Chat>("GET", `/chats/${id}`).then(
         (c) =>
-          setChat((old) => (old ? { ...old, retrying: c.retrying ?? null, title: c.title } : c)),
+          setChat((old) =>
+            old
+              ? { ...old, retrying: c.retrying ?? null, title: c.title, context: c.context ?? null }
+              : c,
+          ),
         () => undefined,
       ),
     [id],
@@ -368,6 +373,16 @@ export function ChatView({ id }: { id: string }) {
     const text = draft.trim();
     if (text === "") return false;
     setError(undefined);
+    if (text === "/compact") {
+      try {
+        await api("POST", `/chats/${id}/compact`);
+        setDraft("");
+        return true;
+      } catch (e) {
+        setError(e);
+        return false;
+      }
+    }
     try {
       const sent = await api<{ queued: boolean }>("POST", `/chats/${id}/messages`, {
         text,
@@ -381,6 +396,14 @@ export function ChatView({ id }: { id: string }) {
     } catch (e) {
       setError(e);
       return false;
+    }
+  };
+  const refreshContext = async () => {
+    try {
+      const r = await api<{ context: Chat["context"] }>("POST", `/chats/${id}/refresh-context`);
+      setChat((c) => (c ? { ...c, context: r.context ?? null } : c));
+    } catch (e) {
+      setError(e);
     }
   };
   const interrupt = async () => {
@@ -474,6 +497,16 @@ export function ChatView({ id }: { id: string }) {
         );
       case "tool-result":
         return null; // shown on its call's card
+      case "compaction":
+        return (
+          <details key={i} className="compaction" data-testid="compaction">
+            <summary>
+              Conversation compacted ({p.messages_compacted} messages): the model continues from
+              this summary
+            </summary>
+            <MarkdownText text={p.summary} />
+          </details>
+        );
     }
   };
 
@@ -535,6 +568,30 @@ export function ChatView({ id }: { id: string }) {
         <WorkspaceBanner w={workspace} />
         <div className="chat-meta">
           <BilledTime usage={usage.data} since={busy && !chat?.retrying ? stepSince : undefined} />
+          {chat?.context && (
+            <span className="context-line" data-testid="chat-context">
+              {" · "}
+              Context:{" "}
+              {chat.context.files.length === 0
+                ? "no instruction files"
+                : chat.context.files
+                    .map(
+                      (f) =>
+                        `${f.path.split("/").at(-1)} (${f.bytes} B${f.truncated ? ", cut" : ""})`,
+                    )
+                    .join(", ")}
+              {chat.context.organization_bytes > 0 && ", organisation instructions"}
+              {" · taken "}
+              <When iso={chat.context.captured_at} style="compact" />{" "}
+              <button
+                className="link small"
+                title="Read AGENTS.md and the environment again for the next steps"
+                onClick={() => void refreshContext()}
+              >
+                Refresh
+              </button>
+            </span>
+          )}
         </div>
         {chat?.archived && (
           <p className="note" data-testid="archived">

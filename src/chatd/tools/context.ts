@@ -2,6 +2,7 @@
 // clock, the agent answer timeout and the task's signal. A tool answers a result and whether
 // its execution interval is billable (CHATD.md 9); runTool adds the interval itself.
 
+import path from "node:path";
 import {
   isLostAnswer,
   sleep,
@@ -31,6 +32,29 @@ export interface ToolContext {
    * (the agent keeps working: C4) and throws the signal's reason.
    */
   signal: AbortSignal;
+  /**
+   * The workspace directory (absolute) from the chat's context snapshot: relative paths of the
+   * file tools start here. Undefined when the agent did not report it.
+   */
+  workspaceDir?: string;
+}
+
+/**
+ * `p` as an absolute path: as given when absolute, else resolved against the workspace
+ * directory; a message for the model when it is relative and the directory is unknown.
+ */
+export function absolutePath(
+  ctx: ToolContext,
+  p: string,
+): { ok: true; path: string } | { ok: false; message: string } {
+  if (path.posix.isAbsolute(p)) return { ok: true, path: path.posix.normalize(p) };
+  if (ctx.workspaceDir === undefined) {
+    return {
+      ok: false,
+      message: `The path "${p}" is relative and the workspace directory is not known: use an absolute path (run \`pwd\` to learn it).`,
+    };
+  }
+  return { ok: true, path: path.posix.resolve(ctx.workspaceDir, p) };
 }
 
 /** A tool's answer before runTool stamps the interval. */

@@ -13,7 +13,8 @@ const duration = (what: string, dflt: string) =>
       `${what} A duration such as "30s", "2m" or "1h30m" (units ms, s, m, h). Default "${dflt}".`,
     );
 
-const absolutePath = (what: string) => z.string().min(1).describe(`${what} An absolute path.`);
+const filePath = (what: string) =>
+  z.string().min(1).describe(`${what} Absolute, or relative to the workspace directory.`);
 
 /** Input schemas, by tool name. Paths and durations are checked further when a call runs. */
 export const TOOL_INPUTS = {
@@ -48,19 +49,19 @@ export const TOOL_INPUTS = {
       .describe('"terminate" asks the process to stop (SIGTERM); "kill" forces it (SIGKILL).'),
   }),
   read_file: z.object({
-    path: absolutePath("The file (or directory) to read."),
+    path: filePath("The file (or directory) to read."),
     offset: z.number().int().min(1).describe("First line to read, 1-based.").optional(),
     limit: z.number().int().min(1).describe("Most lines to read (at most 2000).").optional(),
   }),
   write_file: z.object({
-    path: absolutePath("The file to write; parent directories are created."),
+    path: filePath("The file to write; parent directories are created."),
     content: z.string().describe("The whole new content of the file."),
   }),
   edit_files: z.object({
     files: z
       .array(
         z.object({
-          path: absolutePath("The file to edit."),
+          path: filePath("The file to edit."),
           edits: z
             .array(
               z.object({
@@ -104,14 +105,17 @@ const DESCRIPTIONS: Record<ToolName, string> = {
     "(SIGKILL), to its whole process group. The only way to end a background process.",
   read_file:
     "Read a text file as numbered lines (`<n>\\t<line>`), from `offset` (1-based, default 1) " +
-    "for up to `limit` lines (default and maximum 2000). A directory gives its listing.",
+    "for up to `limit` lines (default and maximum 2000). A directory gives its listing. A " +
+    "relative path starts at the workspace directory; the result gives the absolute path.",
   write_file:
     "Write a whole file (created with its parent directories, or replaced atomically). " +
-    "Prefer edit_files to change part of an existing file.",
+    "Prefer edit_files to change part of an existing file. A relative path starts at the " +
+    "workspace directory; the result gives the absolute path.",
   edit_files:
     "Edit files by search and replace. Each edit replaces `old_text`, which must match " +
     "exactly one place (or every place with replace_all), by `new_text`. Either every edit " +
-    "of every file is applied or, if any fails, none is; the result shows a diff.",
+    "of every file is applied or, if any fails, none is; the result shows a diff. Relative " +
+    "paths start at the workspace directory; the result gives the absolute paths.",
 };
 
 /** The AI SDK `tools` object: descriptions and input schemas only, no `execute`. */

@@ -139,3 +139,73 @@ describe("file tools on a real agent", () => {
     await expect(readFile(file)).rejects.toThrow();
   });
 });
+
+describe("relative paths in the file tools", () => {
+  it("every file tool resolves a relative path against the workspace directory and echoes the absolute one", async () => {
+    const agent = await startAgent();
+    const ctx = toolContext(agent.client, { workspaceDir: agent.dir });
+    const abs = path.join(agent.dir, "sub", "rel.txt");
+    const written = await runTool(ctx, {
+      toolCallId: "w",
+      toolName: "write_file",
+      input: { path: "sub/rel.txt", content: "alpha\n" },
+    });
+    expect(written.result).toMatchObject({ status: "applied", path: abs });
+    expect(await readFile(abs, "utf8")).toBe("alpha\n");
+
+    const edited = await runTool(ctx, {
+      toolCallId: "e",
+      toolName: "edit_files",
+      input: {
+        files: [{ path: "./sub/../sub/rel.txt", edits: [{ old_text: "alpha", new_text: "beta" }] }],
+      },
+    });
+    expect(edited.result).toMatchObject({
+      status: "applied",
+      paths: [abs],
+      files: [{ path: abs }],
+    });
+    expect(await readFile(abs, "utf8")).toBe("beta\n");
+
+    const read = await runTool(ctx, {
+      toolCallId: "r",
+      toolName: "read_file",
+      input: { path: "sub/rel.txt" },
+    });
+    expect(read.result).toMatchObject({
+      status: "completed",
+      kind: "file",
+      path: abs,
+      content: "1\tbeta",
+    });
+
+    const listing = await runTool(ctx, {
+      toolCallId: "l",
+      toolName: "read_file",
+      input: { path: "sub" },
+    });
+    expect(listing.result).toMatchObject({
+      status: "completed",
+      kind: "directory",
+      path: path.join(agent.dir, "sub"),
+      entries: [{ name: "rel.txt", is_dir: false }],
+    });
+  });
+
+  it("a relative path without a known workspace directory is an error that sends nothing", async () => {
+    const agent = await startAgent();
+    const ctx = toolContext(agent.client);
+    for (const [toolName, input] of [
+      ["read_file", { path: "a.txt" }],
+      ["write_file", { path: "a.txt", content: "x" }],
+      ["edit_files", { files: [{ path: "a.txt", edits: [{ old_text: "x", new_text: "y" }] }] }],
+    ] as const) {
+      const out = await runTool(ctx, { toolCallId: toolName, toolName, input });
+      expect(out.result, toolName).toMatchObject({
+        status: "error",
+        message: expect.stringContaining("absolute path"),
+      });
+      expect(out.billable).toBe(false);
+    }
+  });
+});

@@ -7,7 +7,7 @@ import {
   type EditFilesRequest,
   type ReadFileLinesResponse,
 } from "../../contract/index.ts";
-import { resending, toolCallOf, type Handled, type ToolContext } from "./context.ts";
+import { absolutePath, resending, toolCallOf, type Handled, type ToolContext } from "./context.ts";
 import type { ToolInput } from "./declarations.ts";
 import {
   billableRead,
@@ -30,12 +30,15 @@ export async function runReadFile(
   ctx: ToolContext,
   input: ToolInput<"read_file">,
 ): Promise<Handled<ReadFileResult>> {
+  const resolved = absolutePath(ctx, input.path);
+  if (!resolved.ok) return { result: errorResult(resolved.message), billable: false };
+  const file = resolved.path;
   const window: { offset?: number; limit?: number } = {};
   if (input.offset !== undefined) window.offset = input.offset;
   if (input.limit !== undefined) window.limit = input.limit;
   let answer: ReadFileLinesResponse;
   try {
-    answer = await resending(ctx, (bound) => ctx.client.readFileLines(input.path, window, bound));
+    answer = await resending(ctx, (bound) => ctx.client.readFileLines(file, window, bound));
   } catch (err) {
     const f = classifyAgentError(err, ctx.signal);
     return { result: errorResult(readFailureMessage(f)), billable: billableRead(f) };
@@ -48,7 +51,7 @@ export async function runReadFile(
     const result: ReadFileResult = {
       status: "completed",
       kind: "file",
-      path: input.path,
+      path: file,
       content: answer.content ?? "",
       lines_read: linesRead,
       total_lines: totalLines,
@@ -61,10 +64,10 @@ export async function runReadFile(
     return { result, billable: true };
   }
   // Not a readable file; a directory gives its listing instead.
-  const listing = await listDirectory(ctx, input.path);
+  const listing = await listDirectory(ctx, file);
   if (listing) return { result: listing, billable: true };
   return {
-    result: errorResult(answer.error ?? `${input.path} could not be read.`),
+    result: errorResult(answer.error ?? `${file} could not be read.`),
     billable: true,
   };
 }
@@ -96,16 +99,19 @@ export async function runWriteFile(
   toolCallId: string,
   input: ToolInput<"write_file">,
 ): Promise<Handled<WriteFileResult>> {
+  const resolved = absolutePath(ctx, input.path);
+  if (!resolved.ok) return { result: errorResult(resolved.message), billable: false };
+  const file = resolved.path;
   try {
     const { message } = await resending(ctx, (bound, laterMs) =>
       ctx.client.writeFile(
-        input.path,
+        file,
         input.content,
         { toolCall: toolCallOf(ctx, toolCallId, laterMs) },
         bound,
       ),
     );
-    return { result: { status: "applied", message }, billable: true };
+    return { result: { status: "applied", message, path: file }, billable: true };
   } catch (err) {
     return fileFailure(classifyAgentError(err, ctx.signal), "write_file");
   }
@@ -116,10 +122,16 @@ export async function runEditFiles(
   toolCallId: string,
   input: ToolInput<"edit_files">,
 ): Promise<Handled<EditFilesResult>> {
+  const paths: string[] = [];
+  for (const f of input.files) {
+    const resolved = absolutePath(ctx, f.path);
+    if (!resolved.ok) return { result: errorResult(resolved.message), billable: false };
+    paths.push(resolved.path);
+  }
   // Built the same way on every attempt, so a retry's body is byte-identical (input hash).
   const request: EditFilesRequest = {
-    files: input.files.map((f) => ({
-      path: f.path,
+    files: input.files.map((f, i) => ({
+      path: paths[i]!,
       edits: f.edits.map((e) =>
         e.replace_all === undefined
           ? { old_text: e.old_text, new_text: e.new_text }
@@ -132,7 +144,7 @@ export async function runEditFiles(
     const answer = await resending(ctx, (bound, laterMs) =>
       ctx.client.editFiles(request, { toolCall: toolCallOf(ctx, toolCallId, laterMs) }, bound),
     );
-    const result: EditFilesResult = { status: "applied" };
+    const result: EditFilesResult = { status: "applied", paths };
     if (answer.files) result.files = answer.files;
     return { result, billable: true };
   } catch (err) {

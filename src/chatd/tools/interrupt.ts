@@ -9,7 +9,7 @@ import {
   type ToolCallProcess,
 } from "../../contract/index.ts";
 import { plainOutput } from "./ansi.ts";
-import { resending, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
+import { absolutePath, resending, toolCallOf, uuidOf, type ToolContext } from "./context.ts";
 import { TOOL_INPUTS, TOOL_NAMES, isToolName } from "./declarations.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { StaleToolCallError, WorkspaceRefusedError, classifyAgentError } from "./failures.ts";
@@ -38,7 +38,7 @@ export interface InterruptOptions {
 /** What the cancel asks and how its answer is read, per tool. */
 type Target =
   | { tool: "execute"; background: boolean; timeoutMs: number }
-  | { tool: "write_file" | "edit_files" };
+  | { tool: "write_file" | "edit_files"; paths: string[] };
 
 /**
  * The result of one unresolved call of an interrupted batch. Throws only the task signal's
@@ -69,7 +69,7 @@ export async function interruptResult(
     }
     case "write_file":
     case "edit_files":
-      target = { tool: name };
+      target = { tool: name, paths: pathsOf(ctx, call.input) };
       break;
     case "process_signal":
       return errorResult(
@@ -102,6 +102,20 @@ export async function interruptResult(
   return startedResult(ctx, call, target, answer);
 }
 
+/** The absolute paths a write or edit named, as the live tool resolved them (context.ts). */
+function pathsOf(ctx: ToolContext, input: unknown): string[] {
+  const named: unknown[] = isRecord(input)
+    ? Array.isArray(input.files)
+      ? input.files.map((f) => (isRecord(f) ? f.path : undefined))
+      : [input.path]
+    : [];
+  return named.flatMap((p) => {
+    if (typeof p !== "string") return [];
+    const resolved = absolutePath(ctx, p);
+    return resolved.ok ? [resolved.path] : [];
+  });
+}
+
 /** The result of a call that was never sent to the agent (its message was never committed). */
 export function unsentResult(toolName: string): ToolResult {
   return toolName === "write_file" || toolName === "edit_files"
@@ -128,13 +142,19 @@ function startedResult(
       return executeResult(ctx, call, target, answer.process, body);
     case "write_file": {
       const message = field(body, "message");
-      return { status: "applied", message: message ?? "The file was written." };
+      return {
+        status: "applied",
+        message: message ?? "The file was written.",
+        ...(target.paths[0] !== undefined && { path: target.paths[0] }),
+      };
     }
     case "edit_files": {
       const files = isRecord(body) && Array.isArray(body.files) ? body.files : undefined;
-      return files
-        ? { status: "applied", files: files as { path: string; diff: string }[] }
-        : { status: "applied" };
+      return {
+        status: "applied",
+        paths: target.paths,
+        ...(files && { files: files as { path: string; diff: string }[] }),
+      };
     }
     default:
       return assertNever(target);

@@ -131,14 +131,14 @@ export interface UnknownFileResult {
 }
 
 export type WriteFileResult =
-  | { status: "applied"; message: string }
+  | { status: "applied"; message: string; path?: string }
   | FailedResult
   | NotAppliedResult
   | UnknownFileResult
   | ErrorResult;
 
 export type EditFilesResult =
-  | { status: "applied"; files?: { path: string; diff: string }[] }
+  | { status: "applied"; paths?: string[]; files?: { path: string; diff: string }[] }
   | FailedResult
   | NotAppliedResult
   | UnknownFileResult

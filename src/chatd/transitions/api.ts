@@ -189,6 +189,22 @@ export async function interrupt(db: Database, chatId: string): Promise<Chat["sta
   });
 }
 
+/**
+ * Asks for a compaction (docs/prompt.md): it is the chat's next action. A waiting chat runs for
+ * it (and waits again after); a running one compacts once its tool calls have results; an
+ * interrupting or failed one keeps the request for its next turn. Answers the status after.
+ */
+export async function requestCompaction(db: Database, chatId: string): Promise<Chat["status"]> {
+  return transition(db, chatId, async (l) => {
+    await l.tx.query("UPDATE chats SET compact_requested = true WHERE id = $1", [chatId]);
+    if (l.chat.status !== "waiting" || l.chat.archived) return l.chat.status;
+    await l.tx.query("UPDATE chats SET status = 'running', last_error = NULL WHERE id = $1", [
+      chatId,
+    ]);
+    return "running";
+  });
+}
+
 /** What a chat's owner may change about the chat itself (not its history). */
 export interface ChatPatch {
   title?: string;

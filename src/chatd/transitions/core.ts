@@ -70,8 +70,8 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
   const inserted: ChatMessage[] = [];
   for (const m of messages) {
     const r = await l.tx.query(
-      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros, revision)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros, revision, prompt_tokens, context_limit, boundary)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
       [
         l.chat.id,
         m.role,
@@ -84,6 +84,9 @@ export async function insertMessages(l: Locked, messages: NewMessage[]): Promise
         Math.round(m.runtimeMs ?? 0),
         m.costMicros ?? 0,
         m.revision ?? 0,
+        m.promptTokens ?? null,
+        m.contextLimit ?? null,
+        m.boundary ?? false,
       ],
     );
     inserted.push(rowToMessage(r.rows[0]!));
@@ -107,6 +110,22 @@ export async function loadHistory(q: Queryable, chatId: string): Promise<ChatMes
   return r.rows.map(rowToMessage);
 }
 
+/**
+ * What a task needs of the history: the messages from the latest compaction boundary on (all
+ * of them before the first compaction). The boundary's partial index finds it without reading
+ * what came before, so a step's read does not grow with the chat's length once it compacts.
+ */
+export async function loadModelHistory(q: Queryable, chatId: string): Promise<ChatMessage[]> {
+  const r = await q.query(
+    `SELECT * FROM chat_messages WHERE chat_id = $1 AND NOT deleted
+       AND id >= COALESCE((SELECT max(id) FROM chat_messages
+                           WHERE chat_id = $1 AND boundary AND NOT deleted), 0)
+     ORDER BY id`,
+    [chatId],
+  );
+  return r.rows.map(rowToMessage);
+}
+
 export async function loadChat(q: Queryable, chatId: string): Promise<Chat | undefined> {
   const r = await q.query("SELECT * FROM chats WHERE id = $1", [chatId]);
   return r.rows[0] ? rowToChat(r.rows[0]) : undefined;
@@ -122,7 +141,7 @@ export async function answerOutstanding(
   l: Locked,
   why: "turn_ended" | "interrupted" = "turn_ended",
 ): Promise<void> {
-  const open = unresolvedToolCalls(await loadHistory(l.tx, l.chat.id));
+  const open = unresolvedToolCalls(await loadModelHistory(l.tx, l.chat.id));
   if (!open) return;
   await insertMessages(
     l,

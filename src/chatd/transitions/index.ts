@@ -1,6 +1,6 @@
 // Chat transitions: the shared mechanism (core.ts), the API side (api.ts), the worker side
 // (worker.ts).
-export { CHAT_CHANNEL, loadChat, loadHistory, type ChatChange } from "./core.ts";
+export { CHAT_CHANNEL, loadChat, loadHistory, loadModelHistory, type ChatChange } from "./core.ts";
 export * from "./api.ts";
 export * from "./worker.ts";
 export { retryingOf, type Retrying } from "./retrying.ts";

@@ -8,7 +8,7 @@ import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
 import {
   answerOutstanding,
   insertMessages,
-  loadHistory,
+  loadModelHistory,
   notifyChange,
   startTurn,
   transition,
@@ -85,7 +85,7 @@ export async function heartbeat(
   return new Set(r.rows.map((x) => x.chat_id));
 }
 
-/** A task's locked read: the chat, checked against the fence, and its history. */
+/** A task's locked read: the chat, checked against the fence, and its history since the boundary. */
 export async function readForTask(
   db: Database,
   fence: Fence,
@@ -95,7 +95,7 @@ export async function readForTask(
     if (!r.rows[0]) throw new ChatNotFoundError(fence.chatId);
     const chat = rowToChat(r.rows[0]);
     checkFence(chat, fence);
-    return { chat, history: await loadHistory(tx, fence.chatId) };
+    return { chat, history: await loadModelHistory(tx, fence.chatId) };
   });
 }
 
@@ -108,6 +108,43 @@ export async function commitStep(
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
     return insertMessages(l, messages);
+  });
+}
+
+/**
+ * Commits a compaction's boundary message (docs/prompt.md): history moves, so the next task
+ * decides again from the summary, and the request (if any) is done. Fenced like a model step
+ * (ownership, status, history and attempt): a retried or interrupted compaction whose chat
+ * moved on writes nothing, so one compaction commits one boundary.
+ */
+export async function commitCompaction(
+  db: Database,
+  fence: Fence,
+  boundary: NewMessage,
+): Promise<ChatMessage> {
+  return transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    const [m] = await insertMessages(l, [{ ...boundary, boundary: true }]);
+    await l.tx.query("UPDATE chats SET compact_requested = false WHERE id = $1", [l.chat.id]);
+    return m!;
+  });
+}
+
+/**
+ * Keeps the chat's first context snapshot (docs/prompt.md), fenced like a step; a snapshot
+ * already kept wins. A transition, so the runner starts the next task (the model step) at once.
+ */
+export async function keepContextSnapshot(
+  db: Database,
+  fence: Fence,
+  snapshot: unknown,
+): Promise<void> {
+  await transition(db, fence.chatId, async (l) => {
+    checkFence(l.chat, fence);
+    await l.tx.query(
+      "INSERT INTO chat_contexts (chat_id, snapshot) VALUES ($1, $2) ON CONFLICT (chat_id) DO NOTHING",
+      [fence.chatId, JSON.stringify(snapshot)],
+    );
   });
 }
 
@@ -206,6 +243,8 @@ export async function finishInterruption(
     checkFence(l.chat, fence);
     await insertMessages(l, messages);
     await answerOutstanding(l, "interrupted");
+    // An interrupted compaction is not asked for again: the user stopped it.
+    await l.tx.query("UPDATE chats SET compact_requested = false WHERE id = $1", [l.chat.id]);
     const next = await popQueueOrWait(l);
     if (error && next === "waiting") {
       await l.tx.query("UPDATE chats SET last_error = $2 WHERE id = $1", [

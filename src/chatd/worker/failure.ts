@@ -7,6 +7,7 @@
 import { APICallError } from "ai";
 import { ChatNotFoundError, FenceError } from "../chats.ts";
 import { UnsupportedAgentUrlError } from "../agents.ts";
+import { ContextTooLongError } from "../prompt/index.ts";
 import { StaleToolCallError, WorkspaceRefusedError } from "../tools/index.ts";
 
 /** The longest message kept from an error in a log line or a sentence (characters). */
@@ -28,7 +29,11 @@ export function isExpectedExit(err: unknown): boolean {
  */
 export function isPermanent(err: unknown): boolean {
   if (APICallError.isInstance(err)) return !err.isRetryable;
-  return err instanceof UnsupportedAgentUrlError || err instanceof WorkspaceRefusedError;
+  return (
+    err instanceof ContextTooLongError ||
+    err instanceof UnsupportedAgentUrlError ||
+    err instanceof WorkspaceRefusedError
+  );
 }
 
 function cap(text: string): string {

@@ -1,18 +1,29 @@
-// History → the AI SDK's model messages (the system prompt goes in streamText's `system`). Only what the model should see goes in: messages
-// visible to the model, without usage records (CHATD.md 9: they never reach the model).
+// History → the AI SDK's model messages (the system prompt, system.ts, goes in streamText's
+// `system`). Only what the model should see goes in: messages visible to the model, from the
+// latest compaction boundary on (its summary first), without usage records (CHATD.md 9).
 
 import type { AssistantContent, ModelMessage, ToolContent } from "ai";
-import type { ChatMessage } from "./messages.ts";
+import type { ChatMessage } from "../messages.ts";
 
-export const SYSTEM_PROMPT =
-  "You are a coding agent working in a workspace through tools. Tool results are JSON objects " +
-  "with a `status` field; read it before you act. A result with status `unknown` means the " +
-  "outcome could not be learned: check before you repeat anything with a side effect.";
+/** How the summary of a compacted conversation opens, as the model reads it. */
+export const SUMMARY_LEAD =
+  "The conversation so far was compacted; this is its summary (the earlier messages are not shown):";
+
+/** The messages from the latest boundary on (all of them when there is none). */
+export function sinceBoundary(history: ChatMessage[]): ChatMessage[] {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]!.boundary) return history.slice(i);
+  return history;
+}
 
 export function toModelMessages(history: ChatMessage[]): ModelMessage[] {
   const out: ModelMessage[] = [];
-  for (const m of history) {
+  for (const m of sinceBoundary(history)) {
     if (m.visibility === "user") continue;
+    if (m.boundary) {
+      const summary = m.content.flatMap((p) => (p.type === "compaction" ? [p.summary] : []));
+      out.push({ role: "user", content: `${SUMMARY_LEAD}\n\n${summary.join("\n")}` });
+      continue;
+    }
     switch (m.role) {
       case "system":
       case "user": {

@@ -1,0 +1,133 @@
+// GET /api/v0/context: the workspace as the agent sees it — its directory, OS, shell, date and
+// git branch — and the project's instruction files (AGENTS.md, CLAUDE.md, .cursorrules, then
+// ~/.tether/AGENTS.md), each cut to a per-file cap and all of them to a total cap, so what a
+// control plane puts in a prompt is bounded however large the files are. Read-only.
+
+import { open, readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { ContextFile, ContextResponse } from "../contract/index.ts";
+import { jsonAnswer } from "./answer.ts";
+import { sendAnswer } from "./toolcalls/middleware.ts";
+
+/** Most bytes of one instruction file that are sent. */
+export const CONTEXT_FILE_MAX_BYTES = 32 * 1024;
+/** Most bytes of all instruction files together. */
+export const CONTEXT_TOTAL_MAX_BYTES = 64 * 1024;
+/** The instruction files looked for in the workspace directory, in this order. */
+export const WORKSPACE_INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md", ".cursorrules"] as const;
+/** How many parent directories are searched for a `.git` (a workspace inside a repository). */
+const GIT_SEARCH_DEPTH = 32;
+
+export interface ContextOptions {
+  /** The workspace directory (absolute). */
+  dir: string;
+  /** The user's home: `~/.tether/AGENTS.md` is read from it. */
+  homeDir: string;
+  /** The agent's environment (`SHELL`). */
+  env: NodeJS.ProcessEnv;
+  /** Overrides the date (tests). */
+  now?: () => Date;
+}
+
+export function registerContextRoute(app: FastifyInstance, o: ContextOptions): void {
+  app.get("/api/v0/context", async (_request, reply) =>
+    sendAnswer(reply, jsonAnswer(200, await readContext(o))),
+  );
+}
+
+export async function readContext(o: ContextOptions): Promise<ContextResponse> {
+  const candidates = [
+    ...WORKSPACE_INSTRUCTION_FILES.map((name) => path.join(o.dir, name)),
+    path.join(o.homeDir, ".tether", "AGENTS.md"),
+  ];
+  const files: ContextFile[] = [];
+  let left = CONTEXT_TOTAL_MAX_BYTES;
+  for (const file of candidates) {
+    const found = await readCapped(file, Math.min(CONTEXT_FILE_MAX_BYTES, left));
+    if (!found) continue;
+    files.push(found);
+    left -= Buffer.byteLength(found.content);
+  }
+  const d = (o.now ?? (() => new Date()))();
+  const date = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  const login = o.env.SHELL;
+  return {
+    directory: o.dir,
+    os: process.platform,
+    arch: process.arch,
+    shell: login && login !== "/bin/sh" ? `sh (login shell ${login})` : "sh",
+    date,
+    git: await gitBranch(o.dir),
+    files,
+    limits: { file_bytes: CONTEXT_FILE_MAX_BYTES, total_bytes: CONTEXT_TOTAL_MAX_BYTES },
+  };
+}
+
+function pad(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+/** The file's first `cap` bytes (never a split UTF-8 sequence), or undefined if unreadable. */
+async function readCapped(file: string, cap: number): Promise<ContextFile | undefined> {
+  let size: number;
+  try {
+    const s = await stat(file);
+    if (!s.isFile()) return undefined;
+    size = s.size;
+  } catch {
+    return undefined;
+  }
+  const want = Math.max(0, Math.min(size, cap));
+  const buf = Buffer.alloc(want);
+  let got = 0;
+  try {
+    const fh = await open(file, "r");
+    try {
+      while (got < want) {
+        const { bytesRead } = await fh.read(buf, got, want - got, got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return undefined;
+  }
+  let end = got;
+  if (got < size) while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return {
+    path: file,
+    bytes: size,
+    truncated: end < size,
+    content: buf.subarray(0, end).toString("utf8"),
+  };
+}
+
+/** The branch of the git work tree holding `dir` (`HEAD` read directly), or null. */
+async function gitBranch(dir: string): Promise<{ branch: string } | null> {
+  let at = dir;
+  for (let i = 0; i < GIT_SEARCH_DEPTH; i++) {
+    const dotGit = path.join(at, ".git");
+    try {
+      const s = await stat(dotGit);
+      let gitDir = dotGit;
+      if (s.isFile()) {
+        // A worktree or submodule: `.git` is a file naming the real git dir.
+        const m = /^gitdir:\s*(.+)\s*$/m.exec(await readFile(dotGit, "utf8"));
+        if (!m) return null;
+        gitDir = path.resolve(at, m[1]!.trim());
+      }
+      const head = (await readFile(path.join(gitDir, "HEAD"), "utf8")).trim();
+      const ref = /^ref:\s*refs\/heads\/(.+)$/.exec(head);
+      return { branch: ref ? ref[1]! : `(detached at ${head.slice(0, 12)})` };
+    } catch {
+      // not here: look in the parent
+    }
+    const up = path.dirname(at);
+    if (up === at) return null;
+    at = up;
+  }
+  return null;
+}

@@ -1,0 +1,57 @@
+// GET /api/v0/context (an extension of the contract, docs/contract.md): the workspace's
+// environment and instruction files, with their caps. Run again over the dial-out connection
+// (dialout-contract.test.ts).
+
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { CONTEXT_FILE_MAX_BYTES, CONTEXT_TOTAL_MAX_BYTES } from "../../src/agent/context.ts";
+import { useAgents } from "../support/agent.ts";
+
+const startAgent = useAgents();
+
+describe("the context route", () => {
+  it("reports the directory, OS, shell, date and git branch, and the instruction files in order", async () => {
+    const agent = await startAgent();
+    await writeFile(path.join(agent.dir, "AGENTS.md"), "Run `make test` before you commit.\n");
+    await writeFile(path.join(agent.dir, ".cursorrules"), "Tabs, not spaces.\n");
+    await mkdir(path.join(agent.dir, ".git"));
+    await writeFile(path.join(agent.dir, ".git", "HEAD"), "ref: refs/heads/feature/x\n");
+    const c = await agent.client.context();
+    expect(c).toMatchObject({
+      directory: agent.dir,
+      os: process.platform,
+      arch: process.arch,
+      shell: expect.stringMatching(/^sh/),
+      date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+      git: { branch: "feature/x" },
+      limits: { file_bytes: CONTEXT_FILE_MAX_BYTES, total_bytes: CONTEXT_TOTAL_MAX_BYTES },
+    });
+    expect(c.files.map((f) => path.basename(f.path))).toEqual(["AGENTS.md", ".cursorrules"]);
+    expect(c.files[0]).toEqual({
+      path: path.join(agent.dir, "AGENTS.md"),
+      bytes: 35,
+      truncated: false,
+      content: "Run `make test` before you commit.\n",
+    });
+  });
+
+  it("a file above the per-file cap is cut to it, and the total cap bounds all files together", async () => {
+    const agent = await startAgent();
+    const big = "é".repeat(CONTEXT_FILE_MAX_BYTES); // two bytes a character: twice the cap
+    await writeFile(path.join(agent.dir, "AGENTS.md"), big);
+    await writeFile(path.join(agent.dir, "CLAUDE.md"), big);
+    await writeFile(path.join(agent.dir, ".cursorrules"), "small\n");
+    const c = await agent.client.context();
+    expect(c.git).toBeNull();
+    const [agents, claude, rules] = c.files;
+    expect(agents).toMatchObject({ bytes: CONTEXT_FILE_MAX_BYTES * 2, truncated: true });
+    expect(Buffer.byteLength(agents!.content)).toBe(CONTEXT_FILE_MAX_BYTES);
+    expect(agents!.content).toBe("é".repeat(CONTEXT_FILE_MAX_BYTES / 2));
+    expect(claude).toMatchObject({ truncated: true });
+    // The total cap is used up by the first two: the third file comes with nothing of it.
+    expect(rules).toMatchObject({ bytes: 6, truncated: true, content: "" });
+    const total = c.files.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
+    expect(total).toBeLessThanOrEqual(CONTEXT_TOTAL_MAX_BYTES);
+  });
+});
