@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import {
+  appendBuildLog,
   claimBuilds,
   expireBuilds,
   finishBuild,
@@ -273,6 +274,18 @@ describeDatabases("templates and template workspaces", (db) => {
     });
     expect(asAdmin.statusCode).toBe(200);
     expect(asAdmin.body).toBe("private_ip = 10.0.0.7\n");
+  });
+
+  it("a build's output with a NUL byte is kept in its log (the NUL replaced)", async () => {
+    const t = await createTemplate();
+    const w = await createWorkspace(t.id);
+    await appendBuildLog(db(), w.latest_build.id, "before\0after\n");
+    const res = await api.app.inject({
+      method: "GET",
+      url: `/api/v1/workspaces/${w.id}/builds/${w.latest_build.id}/logs`,
+      headers: { authorization: `Bearer ${api.memberToken}` },
+    });
+    expect(res.body).toBe("before\ufffdafter\n");
   });
 
   it("a template workspace has no agent URL to change", async () => {
