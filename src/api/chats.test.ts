@@ -12,7 +12,7 @@ describeDatabases("chats", (db) => {
   beforeEach(async () => {
     workspaceId = "6f1c1f6e-8c52-4a3a-9a57-0d7f0d7d2f10";
     await db().query(
-      "INSERT INTO workspaces (id, name, agent_url) VALUES ($1, 'local', 'http://127.0.0.1:9')",
+      "INSERT INTO workspaces (id, name, agent_url, shared) VALUES ($1, 'local', 'http://127.0.0.1:9', true)",
       [workspaceId],
     );
     api = await startTestApi(db(), { defaultWorkspaceId: async () => workspaceId });
@@ -26,6 +26,48 @@ describeDatabases("chats", (db) => {
     expect(r.status).toBe(201);
     return r.body;
   };
+
+  it("a chat on a workspace an admin unshared takes no new message or edit", async () => {
+    const w = await api.request("POST", "/api/v1/workspaces", {
+      token: api.adminToken,
+      body: { name: "team box", agent_url: "http://127.0.0.1:9" },
+    });
+    const share = async (shared: boolean) =>
+      expect(
+        (
+          await api.request("PATCH", `/api/v1/workspaces/${w.body.id as string}`, {
+            token: api.adminToken,
+            body: { shared },
+          })
+        ).status,
+      ).toBe(200);
+    await share(true);
+    const chat = await createChat(api.memberToken, { workspace_id: w.body.id });
+    const send = (text: string) =>
+      api.request("POST", `/api/v1/chats/${chat.id as string}/messages`, {
+        token: api.memberToken,
+        body: { text },
+      });
+    const first = await send("while shared");
+    expect(first.status).toBe(202);
+    await share(false);
+    const refused = await send("after unsharing");
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/no longer/);
+    const edit = await api.request(
+      "PATCH",
+      `/api/v1/chats/${chat.id as string}/messages/${first.body.message_id as string}`,
+      { token: api.memberToken, body: { text: "edited" } },
+    );
+    expect(edit.status).toBe(403);
+    const messages = await api.request("GET", `/api/v1/chats/${chat.id as string}/messages`, {
+      token: api.memberToken,
+    });
+    expect(JSON.stringify(messages.body)).not.toContain("after unsharing");
+    // Shared again, the chat goes on.
+    await share(true);
+    expect((await send("shared again")).status).toBe(202);
+  });
 
   it("a chat created with a message is running, on the defaults, with the user message listed", async () => {
     const model = await api.request("POST", "/api/v1/models", {

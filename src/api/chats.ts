@@ -100,6 +100,23 @@ export async function readableChat(
   return chat;
 }
 
+/**
+ * 403 when the chat runs on a workspace its owner may no longer use (an admin unshared it, or
+ * gave it to someone else): a new turn would run commands there, and start it if stopped. A
+ * workspace that is gone is left to the tools to report.
+ */
+async function refuseLostWorkspace(ctx: ApiContext, user: User, chat: Chat): Promise<void> {
+  if (chat.workspaceId === null) return;
+  const r = await ctx.db.query("SELECT * FROM workspaces WHERE id = $1", [chat.workspaceId]);
+  const row = r.rows[0];
+  if (row && !canUseWorkspace(user, row))
+    throw new ApiError(
+      403,
+      "The chat's workspace is no longer shared with you.",
+      "Start a new chat on a workspace of your own, or ask an admin to share it again.",
+    );
+}
+
 async function resolveWorkspace(
   ctx: ApiContext,
   user: User,
@@ -206,7 +223,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(SendBody, request.body, "body");
-    await ownedChat(ctx, user, id);
+    await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
     const busy = body.busy_behavior ?? "queue";
     const sent = await sendMessage(ctx.db, id, user.id, body.text, busy);
     // Who sent how much, and how: never the text.
@@ -238,7 +255,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { user } = caller(request);
     const { id, message_id } = parse(MessageParams, request.params, "path");
     const body = parse(EditBody, request.body, "body");
-    await ownedChat(ctx, user, id);
+    await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
     const sent = await editMessage(ctx.db, id, user.id, message_id, body.text);
     await audit(ctx.db, request, {
       userId: user.id,

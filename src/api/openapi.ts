@@ -112,7 +112,7 @@ export const ROUTES: Record<string, RouteDoc> = {
     params: IdParams,
   },
   "GET /api/v1/workspaces/:id/builds/:build_id/logs": {
-    summary: "A build's Terraform output so far (text/plain)",
+    summary: "A build's Terraform output so far (text/plain; its workspace's owner and admins)",
     status: 200,
     params: BuildParams,
   },
@@ -183,7 +183,7 @@ export const ROUTES: Record<string, RouteDoc> = {
     body: ChatPatchBody,
   },
   "POST /api/v1/chats/:id/messages": {
-    summary: "Send a message",
+    summary: "Send a message (403 once the chat's workspace is no longer shared with its owner)",
     status: 202,
     params: IdParams,
     body: SendBody,

@@ -134,6 +134,42 @@ describeDatabases("chat event stream", (db) => {
     expect(buffer.active).toBe(0);
   });
 
+  it("a chat's workspace event stops once the chat's owner may no longer use the workspace", async () => {
+    const t = await api.request("POST", "/api/v1/templates", {
+      token: api.adminToken,
+      body: { name: "dev", files: { "main.tf": 'resource "terraform_data" "x" {}\n' } },
+    });
+    const w = await api.request("POST", "/api/v1/workspaces", {
+      token: api.adminToken,
+      body: { name: "team box", template_id: t.body.id },
+    });
+    const share = (shared: boolean) =>
+      api.request("PATCH", `/api/v1/workspaces/${w.body.id as string}`, {
+        token: api.adminToken,
+        body: { shared },
+      });
+    expect((await share(true)).status).toBe(200);
+    const chat = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { workspace_id: w.body.id },
+    });
+    expect(chat.status).toBe(201);
+    const path = `/api/v1/chats/${chat.body.id as string}/stream`;
+    const before = await open(path);
+    const seen = await before.until((es) => ofType(es, "status").length === 1);
+    expect(ofType(seen, "workspace")).toMatchObject([{ data: { workspace_id: w.body.id } }]);
+    before.close();
+
+    expect((await share(false)).status).toBe(200);
+    const after = await open(path);
+    const events = await after.until((es) => ofType(es, "status").length === 1);
+    expect(ofType(events, "workspace")).toEqual([]);
+    // An admin reading the chat still sees it.
+    const staff = await open(path, api.adminToken);
+    const staffEvents = await staff.until((es) => ofType(es, "status").length === 1);
+    expect(ofType(staffEvents, "workspace")).toHaveLength(1);
+  });
+
   it("closing the API ends open streams", async () => {
     const chatId = await newChat();
     const sse = await open(`/api/v1/chats/${chatId}/stream`);

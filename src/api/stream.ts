@@ -11,12 +11,14 @@ import { rowToMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
 import { loadChat, retryingOf } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
+import { caller, isStaff } from "./auth.ts";
 import { readableChat } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
 import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
 import { watchWorkspace } from "./workspace-events.ts";
+import { findWorkspace } from "./workspaces.ts";
 
 /** A comment line goes out this often, so proxies and clients see the stream is alive. */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -66,8 +68,16 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
       );
     };
-    // A template workspace's state as `workspace` events; the open stream is its activity.
-    out.onClose(await watchWorkspace(ctx, chat.workspaceId, (e) => send("workspace", e)));
+    // A template workspace's state as `workspace` events; the open stream is its activity. Only
+    // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
+    // or shared (once unshared, its state is not theirs to follow, nor to keep running).
+    const { user } = caller(request);
+    const watched =
+      chat.workspaceId !== null &&
+      (isStaff(user) || (await findWorkspace(ctx.db, user, chat.workspaceId)) !== undefined)
+        ? chat.workspaceId
+        : null;
+    out.onClose(await watchWorkspace(ctx, watched, (e) => send("workspace", e)));
     const fail = (message: string): void => {
       send("error", { message });
       out.close();

@@ -115,14 +115,16 @@ async function view(q: Queryable, row: Record<string, unknown>) {
 /**
  * A template workspace `user` may see, locked when `forUpdate`; 404 for anything else. `act`
  * says what the user means to do: `see` (read or start it: whoever may see it), `own` (stop
- * it: its owner, an admin or the owner).
+ * it: its owner, an admin or the owner), `logs` (read a build's log: the same as `own` — a
+ * log holds what Terraform printed of the owner's resources, which a shared workspace's other
+ * users are not shown).
  */
 async function templateWorkspace(
   q: Queryable,
   canSee: CanSeeWorkspace,
   user: User,
   id: string,
-  act: "see" | "own",
+  act: "see" | "own" | "logs",
   forUpdate = false,
 ): Promise<Record<string, unknown>> {
   const r = await q.query(
@@ -137,8 +139,13 @@ async function templateWorkspace(
       "This workspace is registered by URL, not made from a template.",
       "Only template workspaces have builds, start and stop.",
     );
-  if (act === "own" && !isStaff(user) && row.owner_id !== user.id)
-    throw new ApiError(403, "Only its owner or an admin stops or deletes a workspace.");
+  if (act !== "see" && !isStaff(user) && row.owner_id !== user.id)
+    throw new ApiError(
+      403,
+      act === "logs"
+        ? "Only its owner or an admin reads a workspace's build logs."
+        : "Only its owner or an admin stops or deletes a workspace.",
+    );
   return row;
 }
 
@@ -274,7 +281,7 @@ export function templateWorkspaceRoutes(
   app.get("/api/v1/workspaces/:id/builds/:build_id/logs", async (request, reply) => {
     const { user } = caller(request);
     const { id, build_id } = parse(BuildParams, request.params, "path");
-    await templateWorkspace(ctx.db, canSee, user, id, "see");
+    await templateWorkspace(ctx.db, canSee, user, id, "logs");
     const b = await getBuild(ctx.db, build_id);
     if (!b || b.workspaceId !== id) throw notFound("Build", build_id);
     return reply

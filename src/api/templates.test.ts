@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import {
+  appendBuildLog,
   claimBuilds,
   expireBuilds,
   finishBuild,
@@ -239,6 +240,52 @@ describeDatabases("templates and template workspaces", (db) => {
       token: login.body.token as string,
     });
     expect(r.status).toBe(404);
+  });
+
+  it("a shared workspace's build logs are its owner's and admins': other members list its builds only", async () => {
+    const t = await createTemplate();
+    const w = await createWorkspace(t.id, api.adminToken);
+    const shared = await api.request("PATCH", `/api/v1/workspaces/${w.id}`, {
+      token: api.adminToken,
+      body: { shared: true },
+    });
+    expect(shared.status).toBe(200);
+    await db().query("INSERT INTO workspace_build_logs (build_id, chunk) VALUES ($1, $2)", [
+      w.latest_build.id,
+      "private_ip = 10.0.0.7\n",
+    ]);
+    const logs = `/api/v1/workspaces/${w.id}/builds/${w.latest_build.id}/logs`;
+    const asMember = await api.app.inject({
+      method: "GET",
+      url: logs,
+      headers: { authorization: `Bearer ${api.memberToken}` },
+    });
+    expect(asMember.statusCode).toBe(403);
+    expect(asMember.body).not.toContain("10.0.0.7");
+    const builds = await api.request("GET", `/api/v1/workspaces/${w.id}/builds`, {
+      token: api.memberToken,
+    });
+    expect(builds.status).toBe(200);
+    expect(builds.body.builds).toMatchObject([{ id: w.latest_build.id }]);
+    const asAdmin = await api.app.inject({
+      method: "GET",
+      url: logs,
+      headers: { authorization: `Bearer ${api.adminToken}` },
+    });
+    expect(asAdmin.statusCode).toBe(200);
+    expect(asAdmin.body).toBe("private_ip = 10.0.0.7\n");
+  });
+
+  it("a build's output with a NUL byte is kept in its log (the NUL replaced)", async () => {
+    const t = await createTemplate();
+    const w = await createWorkspace(t.id);
+    await appendBuildLog(db(), w.latest_build.id, "before\0after\n");
+    const res = await api.app.inject({
+      method: "GET",
+      url: `/api/v1/workspaces/${w.id}/builds/${w.latest_build.id}/logs`,
+      headers: { authorization: `Bearer ${api.memberToken}` },
+    });
+    expect(res.body).toBe("before\ufffdafter\n");
   });
 
   it("a template workspace has no agent URL to change", async () => {

@@ -6,6 +6,7 @@
 // running build is fenced on the worker that holds it.
 
 import { randomUUID } from "node:crypto";
+import { toStorableText } from "../chatd/storable-text.ts";
 import type { Queryable } from "../chatd/db/index.ts";
 
 /** LISTEN/NOTIFY channel of workspace changes; the payload is a JSON {@link WorkspaceChange}. */
@@ -241,12 +242,16 @@ export async function finishBuild(
   return true;
 }
 
-/** Appends output to a build's log. */
+/**
+ * Appends output to a build's log, made storable first: a NUL a provisioner printed (or an
+ * unpaired surrogate) becomes U+FFFD, where it would fail the insert — and, retried with every
+ * later batch, lose the rest of the log.
+ */
 export async function appendBuildLog(q: Queryable, buildId: string, chunk: string): Promise<void> {
   if (chunk === "") return;
   await q.query("INSERT INTO workspace_build_logs (build_id, chunk) VALUES ($1, $2)", [
     buildId,
-    chunk,
+    toStorableText(chunk),
   ]);
 }
 

@@ -16,6 +16,14 @@ describe("TemplateFiles", () => {
     expect(ok({ "main.tf": "", "terraform.tfstate.backup": "" })).toBe(false);
   });
 
+  it("refuses a file where another file needs a folder", () => {
+    expect(ok({ "main.tf": "", scripts: "", "scripts/start.sh": "" })).toBe(false);
+    expect(ok({ "main.tf": "", "main.tf/x": "" })).toBe(false);
+    expect(ok({ "main.tf": "", "a/b": "", "a/b/c": "" })).toBe(false);
+    expect(ok({ "main.tf": "", a: "", "a/b/c": "" })).toBe(false);
+    expect(ok({ "main.tf": "", "a/b": "", "a/bc": "", ab: "", "main.tff": "" })).toBe(true);
+  });
+
   it("needs a .tf file at the top level", () => {
     expect(ok({})).toBe(false);
     expect(ok({ "modules/a.tf": "" })).toBe(false);

@@ -25,6 +25,12 @@ function validPath(p: string): boolean {
   return true;
 }
 
+/** The folders a path lies in: `a/b/c` → `a`, `a/b`. */
+function foldersOf(p: string): string[] {
+  const segments = p.split("/");
+  return segments.slice(1).map((_, i) => segments.slice(0, i + 1).join("/"));
+}
+
 /** A template's files: relative paths to their text, at least one `.tf` at the top. */
 export const TemplateFiles = z
   .record(z.string(), z.string())
@@ -33,6 +39,10 @@ export const TemplateFiles = z
   .refine(
     (f) => Object.keys(f).every(validPath),
     "paths must be relative, without '.', '..', '.terraform/' or terraform.tfstate",
+  )
+  .refine(
+    (f) => !Object.keys(f).some((p) => foldersOf(p).some((dir) => Object.hasOwn(f, dir))),
+    "a path must not be both a file and a folder (e.g. scripts and scripts/start.sh)",
   )
   .refine(
     (f) => Object.keys(f).some((p) => !p.includes("/") && p.endsWith(".tf")),

@@ -236,7 +236,13 @@ function BuildLog({ workspaceId, build }: { workspaceId: string; build: Build })
     fetch(`/api/v1/workspaces/${workspaceId}/builds/${build.id}/logs`, {
       headers: { "x-tether-csrf": "1" },
     })
-      .then((r) => (r.ok ? r.text() : Promise.reject(new Error(`HTTP ${r.status}`))))
+      .then((r) =>
+        r.ok
+          ? r.text()
+          : r.status === 403
+            ? "(only the workspace's owner or an admin reads its build logs)"
+            : Promise.reject(new Error(`HTTP ${r.status}`)),
+      )
       .then(
         (t) => current && setLog(t),
         () => undefined,

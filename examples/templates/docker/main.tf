@@ -1,7 +1,9 @@
 # A workspace in a Docker container. The compute is the container (started at each start,
 # removed at each stop: count = tether_start_count); the home is a named volume mounted at
 # /home/workspace (kept across stops, removed on delete). The container uses the host's
-# network, so its agent dials the server's access URL as the server's machine would.
+# network, so its agent dials the server's access URL as the server's machine would — and
+# reaches every service on the server's loopback and private network too: see ../README.md,
+# "Who gets what", before pushing it on a team server.
 #
 # The image is built here from the server's machine by build-image.sh (nothing is pulled):
 # a shell and common tools, with the server's node and Tether checkout mounted read-only so

@@ -3,6 +3,9 @@
 # started at each start, stopped by its pid). Terraform's built-in `terraform_data` and
 # `local-exec` only, so it needs no provider download.
 #
+# Every workspace made from it runs as the server's own OS user, so whoever may make one (every
+# signed-in user) can read the server's data dir and key: see ../README.md, "Who gets what".
+#
 #   bin/tether templates push examples/templates/local --name local
 
 terraform {
