@@ -67,6 +67,9 @@ const shared = { testTimeout: 20_000, hookTimeout: 20_000 };
 
 export default defineConfig({
   test: {
+    // Vitest's default is one worker per core less one: a single worker on a 2-core machine.
+    // Most e2e files wait on child processes and sockets, so two files at a time use both cores.
+    maxWorkers: 2,
     projects: [
       { test: { ...shared, name: "unit", include: UNIT } },
       { test: { ...shared, name: "db", include: DB, exclude: UNIT } },
