@@ -293,7 +293,12 @@ describe("chat isolation", () => {
     expect(m.list("chat-a", () => false).map((p) => p.id)).toStrictEqual(["a"]);
     // Without a chat, a list shows only the processes started without one (issue 11).
     expect(m.list(undefined, () => false).map((p) => p.id)).toStrictEqual(["b"]);
-    expect(m.all().map((p) => p.id).sort()).toStrictEqual(["a", "b"]);
+    expect(
+      m
+        .all()
+        .map((p) => p.id)
+        .sort(),
+    ).toStrictEqual(["a", "b"]);
     expect(await output(m, "a", "chat-a")).toMatchObject({ running: true });
     expect(m.signal("a", "chat-a", "kill")).toBe("ok");
   });
