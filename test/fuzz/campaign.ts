@@ -77,6 +77,8 @@ export interface CampaignResult {
   violations: Violation[];
   wallMs: number;
   maxRss: Record<string, number>;
+  /** Counts by what happened (`agent 2xx`, `chat error`, `probe`, `effects`...), for a reader. */
+  stats: Record<string, number>;
   dir: string;
 }
 
@@ -130,6 +132,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   let fake: FakeProvider | undefined;
   const procs: Proc[] = [];
   const maxRss: Record<string, number> = {};
+  const stats: Record<string, number> = {};
+  const count = (k: string) => (stats[k] = (stats[k] ?? 0) + 1);
   try {
     fake = await startFakeProvider();
     fake.respond((req) => hostileStep(o.seed, ws, req) ?? { text: "OK" });
@@ -348,6 +352,9 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const agentRequest = async (rng: Rng, index: number, lane: Lane) => {
       const c: AgentCase = agentCase(rng, index, lane, { token: agentToken, dir: ws });
       const out = await send(agent.url, c.wire, o.requestTimeoutMs);
+      count(
+        out.kind === "answer" ? `agent ${Math.floor(out.answer.status / 100)}xx` : "agent none",
+      );
       const v = (detail: string) =>
         violate({ kind: "agent", index, detail, route: c.route, mutations: c.mutations });
       if (out.kind === "none") {
@@ -369,14 +376,41 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
         lane.processes.push(body.id);
         if (lane.processes.length > 20) lane.processes.shift();
       }
+      // The same tool call sent again — identical, or with its ID's raw UTF-8 bytes instead of
+      // the %-escapes (CONTRACT.md 2: the same record) — replays the one answer, never runs twice.
+      if (c.toolCall && a.status < 300 && c.marker && rng.chance(0.3)) {
+        count("replays");
+        const raw = Buffer.from(c.toolCall.id, "utf8").toString("latin1");
+        const again = await send(
+          agent.url,
+          {
+            ...c.wire,
+            headers: { ...c.wire.headers, ...(rng.chance(0.7) && { "coder-tool-call-id": raw }) },
+          },
+          o.requestTimeoutMs,
+        );
+        if (
+          again.kind !== "answer" ||
+          again.answer.status !== a.status ||
+          !again.answer.body.equals(a.body)
+        ) {
+          v(
+            `a repeat of the tool call answered differently: ${describe(again)} (first ${a.status} ${a.body.toString("utf8").slice(0, 100)})`,
+          );
+        }
+      }
       const recorded = a.headers[RUN_AGE] !== undefined;
-      if (a.status >= 400 && !recorded && c.marker) refusedMarkers.set(c.marker, index);
+      if (a.status >= 400 && !recorded && c.marker) {
+        refusedMarkers.set(c.marker, index);
+        count("refused with an effect marker");
+      }
       // A refused tool call created no record: its cancel finds none ("never started").
       if (c.toolCall && a.status >= 400 && !recorded && c.route !== "cancel" && rng.chance(0.5)) {
         const { chatId, messageId, id } = c.toolCall;
         const { toolCallUuid, parseChatId, toMessageId } =
           await import("../../src/contract/index.ts");
         const uuid = toolCallUuid(parseChatId(chatId)!, toMessageId(messageId)!, id);
+        count("record probes");
         const probe = await send(
           agent.url,
           {
@@ -409,6 +443,9 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const serverRequest = async (rng: Rng, index: number) => {
       const c: ServerCase = serverCase(rng, index, ops, pool);
       const out = await send(server.url, c.wire, o.requestTimeoutMs);
+      count(
+        out.kind === "answer" ? `server ${Math.floor(out.answer.status / 100)}xx` : "server none",
+      );
       const v = (detail: string) =>
         violate({ kind: "server", index, detail, route: c.route, mutations: c.mutations });
       if (out.kind === "none") {
@@ -494,6 +531,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
         }
         await new Promise((r) => setTimeout(r, 250));
       }
+      count(`chat ${status}`);
       const msgs = await fetch(new URL(`/api/v1/chats/${id}/messages`, server.url), {
         headers: { authorization: `Bearer ${owner}` },
       });
@@ -529,7 +567,19 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     };
     await readAll(ws);
     const allEffects = effects.join("\n");
+    const runs = await readFile(path.join(ws, "runs.log"), "latin1").catch(() => "");
+    const seen = new Set<string>();
+    for (const m of runs.matchAll(/FZ-(\d+)-ZF/g)) {
+      if (seen.has(m[0]))
+        violate({
+          kind: "effect",
+          index: Number(m[1]),
+          detail: `a start ran twice (${m[0]} twice in runs.log)`,
+        });
+      seen.add(m[0]);
+    }
     for (const m of allEffects.matchAll(/FZ-(\d+)-ZF/g)) {
+      count("effects seen");
       const index = refusedMarkers.get(m[0]);
       if (index !== undefined) {
         violate({
@@ -578,6 +628,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       violations,
       wallMs: Date.now() - started,
       maxRss,
+      stats,
       dir: root,
     };
   } finally {

@@ -66,6 +66,7 @@ console.log(`${result.requests} requests, ${result.violations.length} violations
 console.log(`${result.chats} chats`);
 const rss = Object.entries(result.maxRss).map(([k, v]) => `${k} ${Math.round(v / 2 ** 20)} MiB`);
 console.log(`seed ${o.seed}, ${Math.round(result.wallMs / 1000)} s, max RSS ${rss.join(", ")}`);
+if (o.verbose) console.error(JSON.stringify(result.stats));
 for (const v of result.violations) console.log(`violation ${formatViolation(v, o.seed)}`);
 if (result.violations.length > 0) console.log(`kept ${result.dir}`);
 process.exit(result.violations.length > 0 ? 1 : 0);
