@@ -395,9 +395,12 @@ function notFound(id: string): Answer {
 /**
  * A JSON route's Content-Type: `application/json` (parameters allowed), or none at all on a
  * request without a body (a bodiless cancel is `{}`). Anything else, `text/plain` above all
- * (a form or a no-CORS fetch sends it without a preflight), is refused with 415.
+ * (a form or a no-CORS fetch sends it without a preflight), or a repeated one, is refused.
  */
 function jsonContentType(request: FastifyRequest): boolean {
+  const types = distinctHeaders(request.raw)["content-type"];
+  // Node keeps only the first of repeated Content-Types: two are ambiguous, so neither is taken.
+  if (types !== undefined && types.length > 1) return false;
   const type = request.headers["content-type"];
   if (type === undefined) {
     const length = request.headers["content-length"];

@@ -86,6 +86,16 @@ describe("the agent serves only its server", () => {
       });
       expect(res.status).toBe(415);
     }
+    // A repeated Content-Type is ambiguous (Node keeps the first): refused too.
+    const twice = await rawRequest(agent.url, {
+      path: START,
+      headers: {
+        "content-type": ["application/json", "text/plain"],
+        ...tcHeaders({ chatId, message: 1, id: "a" }),
+      },
+      body,
+    });
+    expect(twice.status).toBe(415);
     await new Promise((r) => setTimeout(r, 100));
     expect((await agent.client.listProcesses({ chatId })).processes).toEqual([]);
     expect((await agent.client.listProcesses()).processes).toEqual([]);

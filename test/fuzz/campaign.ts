@@ -50,6 +50,8 @@ export interface CampaignOptions {
   checkEvery: number;
   keep?: boolean;
   progress?: (line: string) => void;
+  /** Stops sending (and starting chats) early; the end checks still run. */
+  stop?: AbortSignal;
 }
 
 export const DEFAULTS: Omit<CampaignOptions, "seed" | "requests" | "chats"> = {
@@ -79,6 +81,8 @@ export interface CampaignResult {
   maxRss: Record<string, number>;
   /** Counts by what happened (`agent 2xx`, `chat error`, `probe`, `effects`...), for a reader. */
   stats: Record<string, number>;
+  /** Stopped early (by `stop`). */
+  stopped: boolean;
   dir: string;
 }
 
@@ -462,6 +466,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
 
     const requestLane = async (lane: Lane) => {
       for (;;) {
+        if (o.stop?.aborted) return;
         const at = next++;
         if (at >= indexes.length) return;
         const index = indexes[at]!;
@@ -544,6 +549,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     };
     const chatLane = async () => {
       for (;;) {
+        if (o.stop?.aborted) return;
         const at = nextChat++;
         if (at >= chatList.length) return;
         await runChat(chatList[at]!);
@@ -629,6 +635,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       wallMs: Date.now() - started,
       maxRss,
       stats,
+      stopped: o.stop?.aborted ?? false,
       dir: root,
     };
   } finally {

@@ -46,8 +46,19 @@ const o = program.opts<{
   keep?: boolean;
   verbose?: boolean;
 }>();
+// The first SIGINT or SIGTERM stops sending and runs the end checks; a second one kills.
+const stop = new AbortController();
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => void stopAll().finally(() => process.exit(130)));
+  process.on(sig, () => {
+    if (!stop.signal.aborted) {
+      process.stderr.write(
+        "stopping: finishing the requests and chats in flight, then the end checks\n",
+      );
+      stop.abort();
+      return;
+    }
+    void stopAll().finally(() => process.exit(130));
+  });
 }
 const result = await runCampaign({
   ...DEFAULTS,
@@ -59,11 +70,16 @@ const result = await runCampaign({
   ...(o.only && { only: o.only }),
   ...(o.onlyChat && { onlyChats: o.onlyChat }),
   rssLimitBytes: o.rssLimitMb * 2 ** 20,
+  stop: stop.signal,
   ...(o.keep && { keep: true }),
-  ...(o.verbose && { progress: (l: string) => process.stderr.write(`${l}\n`) }),
+  ...(o.verbose && {
+    progress: (l: string) =>
+      process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${l}\n`),
+  }),
 });
 console.log(`${result.requests} requests, ${result.violations.length} violations`);
 console.log(`${result.chats} chats`);
+if (result.stopped) console.log("stopped early (signal): the figures are of what was sent");
 const rss = Object.entries(result.maxRss).map(([k, v]) => `${k} ${Math.round(v / 2 ** 20)} MiB`);
 console.log(`seed ${o.seed}, ${Math.round(result.wallMs / 1000)} s, max RSS ${rss.join(", ")}`);
 if (o.verbose) console.error(JSON.stringify(result.stats));
