@@ -161,7 +161,8 @@ export function agentCase(rng: Rng, index: number, lane: Lane, t: AgentTarget): 
       method = "POST";
       path = "/api/v0/write-file";
       middleware = effect = true;
-      query.push(["path", rng.chance(0.9) ? file : spoil(rng, file)]);
+      // A spoiled name stays inside the campaign's directory (`../..` at most reaches its root).
+      query.push(["path", rng.chance(0.9) ? file : `${t.dir}/fz/${spoil(rng, String(index))}`]);
       if (rng.chance(0.15)) query.push(["path", file]);
       rawBody = Buffer.from(
         rng.pick([

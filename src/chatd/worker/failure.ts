@@ -4,7 +4,7 @@
 // prompt in requestBodyValues), never a query's parameters, never a key. It is permanent when no
 // retry can change it, and a provider's Retry-After says how long the next attempt must wait.
 
-import { APICallError } from "ai";
+import { APICallError, InvalidResponseDataError, JSONParseError, TypeValidationError } from "ai";
 import { ChatNotFoundError, FenceError } from "../chats.ts";
 import { UnsupportedAgentUrlError } from "../agents.ts";
 import { StaleToolCallError, WorkspaceRefusedError } from "../tools/index.ts";
@@ -30,6 +30,22 @@ export function isPermanent(err: unknown): boolean {
   if (APICallError.isInstance(err)) return !err.isRetryable;
   return err instanceof UnsupportedAgentUrlError || err instanceof WorkspaceRefusedError;
 }
+
+/**
+ * A model answer the SDK could not read: a malformed stream chunk, a tool call without a name.
+ * Another attempt may be sampled differently, but a provider that keeps answering so would keep
+ * the chat busy for the whole retry limit: such failures give up after a few in a row.
+ */
+export function isUnreadableAnswer(err: unknown): boolean {
+  return (
+    InvalidResponseDataError.isInstance(err) ||
+    JSONParseError.isInstance(err) ||
+    TypeValidationError.isInstance(err)
+  );
+}
+
+/** How many unreadable model answers in a row end the task (`gave_up`). */
+export const UNREADABLE_ANSWER_MAX_ATTEMPTS = 3;
 
 function cap(text: string): string {
   const t = text.replace(/\s+/g, " ").trim();
