@@ -529,7 +529,9 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
           `/api/v1/chats/${id}/queue`,
         ).catch(() => ({}));
         const queued = (queue.messages ?? []).length;
-        if ((status === "waiting" || status === "error") && queued === 0) break;
+        // `error` is an end (its queued messages wait for the next message); `waiting` with
+        // messages queued is not: they are about to run.
+        if (status === "error" || (status === "waiting" && queued === 0)) break;
         if (Date.now() > end) {
           v(`still ${status} after ${o.chatBoundMs} ms`);
           break;
