@@ -104,7 +104,12 @@ export function send(baseUrl: string, r: WireRequest, timeoutMs: number): Promis
       finish({
         kind: "none",
         error: `${code} ${err.message}`,
-        expected: code === "EPIPE" || code.startsWith("HPE_"),
+        // A body above the 1 MiB JSON limit is refused (413) and its connection closed while it
+        // is still being written: the write fails with EPIPE or ECONNRESET.
+        expected:
+          code === "EPIPE" ||
+          code.startsWith("HPE_") ||
+          (code === "ECONNRESET" && (r.body?.length ?? 0) > 1 << 20),
       });
     });
     req.end(r.body);
