@@ -116,6 +116,7 @@ export function send(baseUrl: string, r: WireRequest, timeoutMs: number): Promis
   });
 }
 
+/** The request head; header strings are Latin-1 (one char a byte), as node:http sends them. */
 function head(r: WireRequest, host: string, contentLength?: number): string {
   const lines = [`${r.method} ${r.path} HTTP/1.1`, `Host: ${host}`, "Connection: close"];
   for (const [k, v] of Object.entries(r.headers)) {
@@ -169,11 +170,13 @@ function sendRaw(baseUrl: string, r: WireRequest, timeoutMs: number): Promise<Ou
           return;
         case "truncated":
           // Declares more than it sends, then keeps the connection open: the server waits.
-          socket.write(head(r, host, Math.max(raw.declared, body.length + 1)));
+          socket.write(
+            Buffer.from(head(r, host, Math.max(raw.declared, body.length + 1)), "latin1"),
+          );
           socket.write(body);
           return;
         case "slow": {
-          socket.write(head(r, host, body.length));
+          socket.write(Buffer.from(head(r, host, body.length), "latin1"));
           const size = Math.max(1, Math.ceil(body.length / raw.chunks));
           let at = 0;
           const next = () => {
