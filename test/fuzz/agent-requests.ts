@@ -104,7 +104,8 @@ export function agentCase(rng: Rng, index: number, lane: Lane, t: AgentTarget): 
         command: rng.pick([
           `echo ${mark} >> ${t.dir}/runs.log`,
           `printf '${mark}\\n' >> ${t.dir}/runs.log; printf 'a\\000b'`,
-          `echo ${mark} >> ${t.dir}/runs.log; head -c ${rng.pick([10, 70_000])} /dev/zero`,
+          // No /dev/zero: a mutated `head -c N /dev/zero` (`head $(id)-c N`) reads it forever.
+          `echo ${mark} >> ${t.dir}/runs.log; printf '%0${rng.pick([10, 70_000])}d' 0`,
           `echo ${mark} >> ${t.dir}/runs.log; sleep 0.${rng.int(1, 3)}`,
         ]),
         ...(rng.chance(0.3) && {
