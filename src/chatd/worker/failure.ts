@@ -4,7 +4,13 @@
 // prompt in requestBodyValues), never a query's parameters, never a key. It is permanent when no
 // retry can change it, and a provider's Retry-After says how long the next attempt must wait.
 
-import { APICallError, InvalidResponseDataError, JSONParseError, TypeValidationError } from "ai";
+import {
+  APICallError,
+  InvalidResponseDataError,
+  JSONParseError,
+  LoadAPIKeyError,
+  TypeValidationError,
+} from "ai";
 import { ChatNotFoundError, FenceError } from "../chats.ts";
 import { UnsupportedAgentUrlError } from "../agents.ts";
 import { StaleToolCallError, WorkspaceRefusedError } from "../tools/index.ts";
@@ -23,11 +29,13 @@ export function isExpectedExit(err: unknown): boolean {
 
 /**
  * A failure no retry can change: a model answer that is not retryable (a bad key, an unknown
- * model, a bad request), a workspace agent URL the client cannot speak to, an agent that
+ * model, a bad request), a model with no API key at all, a workspace agent URL the client cannot speak to, an agent that
  * refuses the server's token or TLS configuration.
  */
 export function isPermanent(err: unknown): boolean {
   if (APICallError.isInstance(err)) return !err.isRetryable;
+  // A model configured without a key (and none in the environment) has none at the next try.
+  if (LoadAPIKeyError.isInstance(err)) return true;
   return err instanceof UnsupportedAgentUrlError || err instanceof WorkspaceRefusedError;
 }
 
