@@ -283,6 +283,7 @@ export function agentCase(rng: Rng, index: number, lane: Lane, t: AgentTarget): 
     mutations.push(`header:${junk}:extra`);
   }
 
+  let rawHead = false; // the raw bytes carry their own head: no Origin, no Content-Type
   let qs = query.map(([k, v]) => `${enc(k)}=${enc(v)}`).join("&");
   if (mutate && rng.chance(0.05)) {
     qs += (qs ? "&" : "") + rng.pick(["%zz", "path", "path=%00", "a[b]=1", "&&&", "path[]=x"]);
@@ -311,6 +312,7 @@ export function agentCase(rng: Rng, index: number, lane: Lane, t: AgentTarget): 
       ]);
       wire.raw = { kind, bytes };
       headersMutated = true;
+      rawHead = true;
     }
     mutations.push(`raw:${kind}`);
   }
@@ -328,8 +330,8 @@ export function agentCase(rng: Rng, index: number, lane: Lane, t: AgentTarget): 
     ...(withToolCall &&
       (middleware || route === "cancel") &&
       !headersMutated && { toolCall: { chatId: lane.chatId, messageId, id: toolCallId } }),
-    origin,
-    wrongType,
+    origin: origin && !rawHead,
+    wrongType: wrongType && !rawHead,
     baseline: mutations.length === 0,
     mutations,
   };
