@@ -17,7 +17,7 @@ import {
   type InfoResponse,
   type StartProcessResponse,
 } from "../contract/index.ts";
-import { errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
+import { codedAnswer, errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
 import { registerContextRoute } from "./context.ts";
 import * as files from "./files/index.ts";
 import { ProcessManager } from "./processes/index.ts";
@@ -86,6 +86,9 @@ export function parseJsonBody<T>(
   return { ok: true, value: parsed.data };
 }
 
+/** Marks a route whose body is JSON: it requires `Content-Type: application/json`. */
+export const JSON_ROUTE = { config: { json: true } } as const;
+
 /** The start body with `command` optional, so a missing one gets its own message. */
 const START_BODY = StartProcessRequest.extend({ command: z.string().optional() });
 
@@ -131,6 +134,18 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
     // The clock is read once, when the request enters, before the body is read.
     const state: AgentRequestState = { enteredAt: clock.now(), chatId: undefined };
     (request as unknown as { agent: AgentRequestState }).agent = state;
+    // The agent serves only its server, never a browser: a page's request carries an Origin
+    // (chatd's, and the dial-out connection's, never do), so it is refused before anything.
+    if (request.headers.origin !== undefined) {
+      return sendAnswer(
+        reply,
+        codedAnswer(
+          "origin_refused",
+          "Requests from web pages are refused.",
+          "The workspace agent answers only its server; a request with an Origin header comes from a browser.",
+        ),
+      );
+    }
     if (token && !authorized(request, token)) {
       return sendAnswer(
         reply,
@@ -141,6 +156,17 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
     if (chat.kind === "error")
       return sendAnswer(reply, errorAnswer(400, "Invalid Coder-Chat-Id header.", chat.detail));
     if (chat.kind === "chat") state.chatId = chat.chatId;
+    const config = request.routeOptions.config as { json?: boolean } | undefined;
+    if (config?.json && !jsonContentType(request)) {
+      return sendAnswer(
+        reply,
+        codedAnswer(
+          "unsupported_media_type",
+          "Send the request body as Content-Type: application/json.",
+          `got ${JSON.stringify(request.headers["content-type"] ?? "no Content-Type")}`,
+        ),
+      );
+    }
     return undefined;
   });
 
@@ -197,6 +223,15 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     if (!req.ok) return reject(req.answer);
     const { command, workdir, env, background } = req.value;
     if (!command) return reject(errorAnswer(400, "Command is required."));
+    const nul = nulField(req.value);
+    if (nul !== undefined) {
+      return reject(
+        codedAnswer(
+          "nul_in_input",
+          `The start request's ${nul} contains a NUL byte, which no command, directory or environment variable can hold. Remove it.`,
+        ),
+      );
+    }
     return {
       kind: "run",
       run: async (toolCall) => {
@@ -215,7 +250,7 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
       },
     };
   };
-  app.post("/api/v0/processes/start", withToolCalls(store, startRoute));
+  app.post("/api/v0/processes/start", JSON_ROUTE, withToolCalls(store, startRoute));
 
   app.get("/api/v0/processes/list", (request, reply) =>
     sendAnswer(
@@ -244,30 +279,35 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     },
   );
 
-  app.post<{ Params: { id: string } }>("/api/v0/processes/:id/signal", (request, reply) => {
-    const req = parseJsonBody(bodyOf(request), SignalProcessRequest);
-    if (!req.ok) return sendAnswer(reply, req.answer);
-    const { id } = request.params;
-    const result = processes.signal(id, requestState(request).chatId, req.value.signal);
-    switch (result) {
-      case "ok":
-        return sendAnswer(
-          reply,
-          jsonAnswer(200, { message: `Sent ${req.value.signal} to process "${id}".` }),
-        );
-      case "not_found":
-        return sendAnswer(reply, notFound(id));
-      case "not_running":
-        return sendAnswer(reply, errorAnswer(409, `Process "${id}" is not running.`));
-    }
-  });
+  app.post<{ Params: { id: string } }>(
+    "/api/v0/processes/:id/signal",
+    JSON_ROUTE,
+    (request, reply) => {
+      const req = parseJsonBody(bodyOf(request), SignalProcessRequest);
+      if (!req.ok) return sendAnswer(reply, req.answer);
+      const { id } = request.params;
+      const result = processes.signal(id, requestState(request).chatId, req.value.signal);
+      switch (result) {
+        case "ok":
+          return sendAnswer(
+            reply,
+            jsonAnswer(200, { message: `Sent ${req.value.signal} to process "${id}".` }),
+          );
+        case "not_found":
+          return sendAnswer(reply, notFound(id));
+        case "not_running":
+          return sendAnswer(reply, errorAnswer(409, `Process "${id}" is not running.`));
+      }
+    },
+  );
 
-  app.post("/api/v0/tool-calls/:id/cancel", cancelRoute(store, processes));
+  app.post("/api/v0/tool-calls/:id/cancel", JSON_ROUTE, cancelRoute(store, processes));
 
   // ---- files ---------------------------------------------------------------------------
 
   app.post(
     "/api/v0/edit-files",
+    JSON_ROUTE,
     withToolCalls(store, (input) => {
       const req = files.parseEditFilesRequest(input.body);
       if (!req.ok) return reject(req.answer);
@@ -279,6 +319,8 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     "/api/v0/write-file",
     { bodyLimit: WRITE_FILE_BODY_LIMIT_BYTES },
     withToolCalls(store, (input) => {
+      const repeated = repeatedQuery(input.query);
+      if (repeated) return reject(repeated);
       const target = files.parseWritePath(input.query.path);
       if (!target.ok) return reject(target.answer);
       return { kind: "run", run: () => files.writeFile(target.value, input.body) };
@@ -287,18 +329,17 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
 
   app.get<{ Querystring: Record<string, string | undefined> }>(
     "/api/v0/read-file",
-    async (request, reply) => {
-      const answer = await files.readFile(request.query);
-      return sendAnswer(reply, answer);
-    },
+    async (request, reply) =>
+      sendAnswer(reply, repeatedQuery(request.query) ?? (await files.readFile(request.query))),
   );
 
   app.get<{ Querystring: Record<string, string | undefined> }>(
     "/api/v0/read-file-lines",
-    async (request, reply) => sendAnswer(reply, await files.readFileLines(request.query)),
+    async (request, reply) =>
+      sendAnswer(reply, repeatedQuery(request.query) ?? (await files.readFileLines(request.query))),
   );
 
-  app.post("/api/v0/list-directory", async (request, reply) => {
+  app.post("/api/v0/list-directory", JSON_ROUTE, async (request, reply) => {
     const req = parseJsonBody(bodyOf(request), ListDirectoryRequest);
     if (!req.ok) return sendAnswer(reply, req.answer);
     return sendAnswer(reply, await files.listDirectory(req.value, homeDir));
@@ -314,6 +355,7 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
         api_version: AGENT_API_VERSION,
         started_at: startedAtIso,
         tool_calls: true,
+        processes_running: processes.runningCount,
       } satisfies InfoResponse),
     ),
   );
@@ -339,8 +381,52 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
   };
 }
 
+/**
+ * A 400 naming the first query parameter given more than once (the query parser makes it an
+ * array); undefined when every parameter has one value.
+ */
+export function repeatedQuery(query: unknown): Answer | undefined {
+  if (typeof query !== "object" || query === null) return undefined;
+  for (const [name, value] of Object.entries(query)) {
+    if (Array.isArray(value)) {
+      return codedAnswer(
+        "repeated_query_parameter",
+        `The ${name} query parameter is given ${value.length} times. Pass it once.`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** The name of the first start field holding a NUL byte (no program can take one), if any. */
+function nulField(v: { command?: string; workdir?: string; env?: Record<string, string> }) {
+  if (v.command?.includes("\0")) return "command";
+  if (v.workdir?.includes("\0")) return "workdir";
+  for (const [k, value] of Object.entries(v.env ?? {})) {
+    if (k.includes("\0") || value.includes("\0")) return `env.${JSON.stringify(k)}`;
+  }
+  return undefined;
+}
+
 function notFound(id: string): Answer {
   return errorAnswer(404, `Process "${id}" not found.`);
+}
+
+/**
+ * A JSON route's Content-Type: `application/json` (parameters allowed), or none at all on a
+ * request without a body (a bodiless cancel is `{}`). Anything else, `text/plain` above all
+ * (a form or a no-CORS fetch sends it without a preflight), or a repeated one, is refused.
+ */
+function jsonContentType(request: FastifyRequest): boolean {
+  const types = distinctHeaders(request.raw)["content-type"];
+  // Node keeps only the first of repeated Content-Types: two are ambiguous, so neither is taken.
+  if (types !== undefined && types.length > 1) return false;
+  const type = request.headers["content-type"];
+  if (type === undefined) {
+    const length = request.headers["content-length"];
+    return request.headers["transfer-encoding"] === undefined && (length ?? "0") === "0";
+  }
+  return type.split(";")[0]!.trim().toLowerCase() === "application/json";
 }
 
 function authorized(request: FastifyRequest, token: Buffer): boolean {

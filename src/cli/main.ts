@@ -63,7 +63,11 @@ export async function main(argv: string[]): Promise<void> {
       httpUrl,
     )
     .option("--dir <dir>", "workspace directory (default: the current directory)")
-    .option("--token <token>", "require Authorization: Bearer <token> on every request")
+    .option(
+      "--token <token>",
+      "require Authorization: Bearer <token> on every request (better: $TETHER_AGENT_TOKEN or --token-file, which ps does not show); required off loopback",
+    )
+    .option("--token-file <file>", "read the token from this file")
     .addOption(
       new Option("--reconnect-min-ms <n>", "first pause before dialling again")
         .argParser(positiveInt)

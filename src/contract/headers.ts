@@ -47,9 +47,22 @@ export function escapeToolCallId(id: string | Uint8Array): string {
   return out;
 }
 
-/** Unescapes `%XX` sequences only (`+` stays `+`); undefined on a bad escape. */
+/**
+ * The bytes of a header value. Node hands a received header's bytes over as a Latin-1 string
+ * (one char per byte), so those chars are the bytes; a string with a char above U+00FF was not
+ * received (a caller's own string) and stands for its UTF-8 encoding.
+ */
+export function headerBytes(value: string): Buffer {
+  // eslint-disable-next-line no-control-regex
+  return /[^\u0000-\u00ff]/.test(value) ? Buffer.from(value, "utf8") : Buffer.from(value, "latin1");
+}
+
+/**
+ * Unescapes `%XX` sequences only (`+` stays `+`); undefined on a bad escape. Any other byte
+ * is taken literally, so a raw `é` (bytes C3 A9) and `%C3%A9` are the same ID.
+ */
 export function unescapeToolCallId(value: string): Buffer | undefined {
-  const input = Buffer.from(value, "utf8");
+  const input = headerBytes(value);
   const out = Buffer.alloc(input.length);
   let n = 0;
   for (let i = 0; i < input.length; i++) {

@@ -138,6 +138,11 @@ export interface InfoResponse {
   api_version: string;
   started_at: string;
   tool_calls: true;
+  /**
+   * How many processes run now, across every chat (the idle check's question; lists are per
+   * chat). Absent from agents older than this field.
+   */
+  processes_running?: number;
 }
 
 // ---- context (an extension: GET /api/v0/context) ----------------------------------------

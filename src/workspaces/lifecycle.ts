@@ -145,7 +145,12 @@ export class Lifecycle {
     try {
       const client = await this.#o.agents.forWorkspace(workspaceId);
       if (!client) return undefined;
-      const r = await client.listProcesses({}, { timeoutMs: PROCESS_LIST_TIMEOUT_MS });
+      const bound = { timeoutMs: PROCESS_LIST_TIMEOUT_MS };
+      // Lists are per chat; the info's count covers every chat. An agent without the count
+      // (an older one) still lists every process to a request without a chat.
+      const { processes_running } = await client.info(bound);
+      if (typeof processes_running === "number") return processes_running > 0;
+      const r = await client.listProcesses({}, bound);
       return r.processes.some((p) => p.running);
     } catch (err) {
       this.#o.log.warn({ err, workspace_id: workspaceId }, "process list for idle check failed");

@@ -41,6 +41,6 @@ describe("headers over the dial-out connection", () => {
     expect(tool.json()).toMatchObject({
       detail: "invalid Coder-Tool-Call-Age-Ms header: multiple values",
     });
-    expect((await agent.client.listProcesses()).processes).toHaveLength(0);
+    expect(agent.allProcesses()).toHaveLength(0);
   });
 });

@@ -122,7 +122,7 @@ describe("files through the contract", () => {
       body: { command: "true", pad: "x".repeat(1024 * 1024) },
     });
     expect(res.status).toBe(413);
-    expect((await agent.client.listProcesses()).processes).toHaveLength(0);
+    expect(agent.allProcesses()).toHaveLength(0);
   });
 
   it("reads go through without tool call headers", async () => {

@@ -60,10 +60,10 @@ describe("processes through the contract", () => {
       signal: ac.signal,
     });
     // The client goes away once the agent has the request (or right after its answer).
-    await until(async () => (await agent.client.listProcesses()).processes.length === 1);
+    await until(async () => agent.allProcesses().length === 1);
     ac.abort();
     await req.catch(() => undefined);
-    expect((await agent.client.listProcesses()).processes[0]).toMatchObject({
+    expect(agent.allProcesses()[0]).toMatchObject({
       id: tcUuid(tc),
       running: true,
     });
@@ -100,7 +100,8 @@ describe("processes through the contract", () => {
     expect(empty.json()).toEqual({ message: "Command is required." });
     const bad = await rawRequest(agent.url, { path: "/api/v0/processes/start", body: "{nope" });
     expect(bad.json()).toEqual({ message: "Request body must be valid JSON." });
-    expect((await agent.client.listProcesses()).processes).toHaveLength(0);
+    expect(agent.allProcesses()).toHaveLength(0);
+    expect((await agent.client.listProcesses({ chatId: tc.chatId })).processes).toHaveLength(0);
     // Nothing was recorded: a good request for the same call runs.
     await expect(
       agent.client.startProcess({ command: "true" }, { toolCall: tcToolCall(tc) }),
@@ -140,7 +141,9 @@ describe("processes through the contract", () => {
     expect(
       (await agent.client.listProcesses({ chatId: owner.chatId })).processes.map((p) => p.id),
     ).toEqual([started.id]);
-    expect((await agent.client.listProcesses()).processes.map((p) => p.id)).toEqual([started.id]);
+    // A request without a chat sees only processes started without one (issue 11).
+    expect((await agent.client.listProcesses()).processes).toEqual([]);
+
     // Cancel with the other chat's headers derives another UUID: 400, and the process runs on.
     const cancel = await rawRequest(agent.url, {
       path: `/api/v0/tool-calls/${started.id}/cancel`,
@@ -181,17 +184,19 @@ describe("processes through the contract", () => {
       { toolCall: tcToolCall(current) },
     );
     const plain = await agent.client.startProcess({ command: "true" });
-    await agent.client.processOutput(p1.id, { wait: true });
+    await agent.client.processOutput(p1.id, { chatId, wait: true });
     await agent.client.processOutput(plain.id, { wait: true });
     clock.advance(5 * 60_000 + 1);
-    expect((await agent.client.listProcesses()).processes.map((p) => p.id)).toEqual([p1.id]);
+    await agent.client.listProcesses(); // a list (of any chat) reaps
+    expect(agent.allProcesses().map((p) => p.id)).toEqual([p1.id]);
     // A newer message makes the first call no longer current: now it is reaped.
     const p2 = await agent.client.startProcess(
       { command: "true" },
       { toolCall: tcToolCall({ chatId, message: 2, id: "a" }) },
     );
-    await agent.client.processOutput(p2.id, { wait: true });
-    expect((await agent.client.listProcesses()).processes.map((p) => p.id)).toEqual([p2.id]);
+    await agent.client.processOutput(p2.id, { chatId, wait: true });
+    await agent.client.listProcesses({ chatId });
+    expect(agent.allProcesses().map((p) => p.id)).toEqual([p2.id]);
   });
 
   it("output with wait returns when the process exits", async () => {

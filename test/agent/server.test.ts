@@ -119,6 +119,7 @@ describe("agent routes", () => {
       api_version: "0",
       started_at: expect.any(String),
       tool_calls: true,
+      processes_running: 0,
     });
     expect(Number.isNaN(Date.parse(info.started_at))).toBe(false);
   });

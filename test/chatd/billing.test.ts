@@ -35,7 +35,7 @@ async function release(agent: TestAgent, name: string): Promise<void> {
 }
 
 async function runningCount(agent: TestAgent): Promise<number> {
-  return (await agent.client.listProcesses()).processes.filter((p) => p.running).length;
+  return agent.allProcesses().filter((p) => p.running).length;
 }
 
 /** The runtime of each tool result message, in call order. */

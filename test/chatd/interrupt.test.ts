@@ -27,7 +27,7 @@ function sleepRunning(duration: string): boolean {
 }
 
 async function processWith(agent: TestAgent, text: string): Promise<ProcessInfo | undefined> {
-  const { processes } = await agent.client.listProcesses();
+  const processes = agent.allProcesses();
   return processes.find((p) => p.command.includes(text));
 }
 
@@ -211,7 +211,7 @@ describeDatabases("interrupt", (db) => {
     ]);
     // Never sent: nothing ran, nothing is billed for tools.
     expect(existsSync(marker)).toBe(false);
-    expect((await agent.client.listProcesses()).processes).toEqual([]);
+    expect(agent.allProcesses()).toEqual([]);
     expect(usage(history)).toEqual([]);
   });
 
@@ -375,6 +375,6 @@ describeDatabases("interrupt before the agent receives the call", (db) => {
     await until(() => startAnswers.length === 1, 5_000);
     expect(startAnswers[0]).toMatch(/^409 .*"code":"tool_call_canceled"/);
     expect(existsSync(marker)).toBe(false);
-    expect((await agent.client.listProcesses()).processes).toEqual([]);
+    expect(agent.allProcesses()).toEqual([]);
   });
 });

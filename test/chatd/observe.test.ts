@@ -81,7 +81,7 @@ describeDatabases("worker observability", (db) => {
     });
     const chatId = await startChat(db(), setup, "go");
     await until(async () => {
-      const { processes } = await agent.client.listProcesses();
+      const processes = agent.allProcesses();
       return processes.some((p) => p.command.includes(marker) && p.running);
     }, 10_000);
     expect(await interrupt(db(), chatId)).toBe("interrupting");

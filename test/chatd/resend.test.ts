@@ -125,7 +125,7 @@ describeDatabases("lost answers are asked again", (db) => {
     );
     const chatId = await startChat(db(), setup, "go");
     await until(async () => {
-      const { processes } = await agent.client.listProcesses();
+      const processes = agent.allProcesses();
       return processes.some((p) => p.running && p.command.includes("echo early"));
     }, 10_000);
     proxy.force("POST /api/v0/tool-calls/:id/cancel", "cut_response");
@@ -139,7 +139,7 @@ describeDatabases("lost answers are asked again", (db) => {
       ["cut_response", 200],
       ["pass", 200],
     ]);
-    const { processes } = await agent.client.listProcesses();
+    const processes = agent.allProcesses();
     expect(processes.filter((p) => p.running)).toEqual([]);
   });
 });

@@ -37,7 +37,7 @@ function capturedLog() {
 }
 
 async function runningWith(agent: TestAgent, text: string): Promise<boolean> {
-  const { processes } = await agent.client.listProcesses();
+  const processes = agent.allProcesses();
   return processes.some((p) => p.command.includes(text) && p.running);
 }
 

@@ -49,7 +49,7 @@ function uniqueSleep(): string {
 }
 
 async function runningWith(agent: TestAgent, text: string): Promise<boolean> {
-  const { processes } = await agent.client.listProcesses();
+  const processes = agent.allProcesses();
   return processes.some((p) => p.command.includes(text) && p.running);
 }
 

@@ -9,7 +9,13 @@ import { afterEach } from "vitest";
 import os from "node:os";
 import path from "node:path";
 import { createAgentServer, type AgentServer } from "../../src/agent/index.ts";
-import { AgentClient, ManualClock, realClock, type Clock } from "../../src/contract/index.ts";
+import {
+  AgentClient,
+  ManualClock,
+  realClock,
+  type Clock,
+  type ProcessInfo,
+} from "../../src/contract/index.ts";
 import { DialoutTransport } from "../../src/chatd/dialout/index.ts";
 import { dialFront, startDialoutFront } from "./dialout.ts";
 
@@ -21,6 +27,8 @@ export interface TestAgent {
   dir: string;
   server: AgentServer;
   client: AgentClient;
+  /** Every process of every chat (HTTP lists are per chat): read from the agent itself. */
+  allProcesses(): ProcessInfo[];
   close(): Promise<void>;
 }
 
@@ -76,6 +84,7 @@ export async function startTestAgent(
       dir,
       server,
       client,
+      allProcesses: () => server.processes.all(),
       async close() {
         client.close();
         await dial.close();
@@ -92,6 +101,7 @@ export async function startTestAgent(
     dir,
     server,
     client,
+    allProcesses: () => server.processes.all(),
     async close() {
       client.close();
       await server.close();

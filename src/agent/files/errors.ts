@@ -148,6 +148,22 @@ export function fileSystemError(err: unknown, path: string, action: string): Ans
       return new AnswerError(400, `The path ${path} is too long. Use a shorter path.`);
     case "ELOOP":
       return new AnswerError(400, `The path ${path} has a symbolic link loop. Fix the links.`);
+    case "EIO":
+    case "ENXIO":
+    case "EINVAL":
+    case "ENODEV":
+    case "EOVERFLOW":
+      // The file itself refuses this (e.g. /proc/self/mem, a device node behind a regular
+      // file's name): the same request fails the same way, so it is a coded 4xx, not a 500.
+      if (action === "reading") {
+        return new AnswerError(
+          400,
+          `${path} cannot be read: the system refused the read (${errorCode(err)}). Read another file.`,
+          errorText(err),
+          "file_unreadable",
+        );
+      }
+      return new AnswerError(500, `Failed ${action} ${path}.`, errorText(err));
     default:
       return new AnswerError(500, `Failed ${action} ${path}.`, errorText(err));
   }

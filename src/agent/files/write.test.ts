@@ -35,6 +35,16 @@ describe("write-file", () => {
     expect(await readdir(tmp())).toEqual(["run.sh"]);
   });
 
+  it("a path whose `..` names a directory once its parents are made is refused before the rename", async () => {
+    // `fz/new../..` is `fz` once `new..` exists: the write must see that, not rename onto it
+    // (onto a busy directory, such as the agent's own, that rename failed with EBUSY: a 500).
+    await mkdir(join(tmp(), "fz"));
+    const answer = await writeFile(`${tmp()}/fz/new../..`, Buffer.from("x")); // not join: it normalizes
+    expect(answer.status).toBe(400);
+    expect(messageOf(answer)).toMatch(/is a directory; write-file only writes files/);
+    expect(await readdir(join(tmp(), "fz"))).toEqual(["new.."]);
+  });
+
   it("new file gets mode 644", async () => {
     const path = join(tmp(), "new.txt");
     await writeFile(path, Buffer.from("x"));

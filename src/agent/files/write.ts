@@ -20,8 +20,8 @@ export function writeFile(path: string | undefined, body: Buffer): Promise<Answe
   return answering(async () => {
     const requested = requireAbsolutePath(path, "The path query parameter");
     try {
-      const target = await resolveTarget(requested);
-      const mode = await existingMode(target);
+      let target = await resolveTarget(requested);
+      let mode = await existingMode(target);
       await mkdir(dirname(target), { recursive: true }).catch((err: unknown) => {
         // mkdir reports a file where a parent directory should be as EEXIST or ENOTDIR.
         const code = errorCode(err);
@@ -30,6 +30,12 @@ export function writeFile(path: string | undefined, body: Buffer): Promise<Answe
         }
         throw err;
       });
+      if (mode === undefined) {
+        // Made parents can give `..` in the path a meaning it had not (`/a/new../..` is `/a`
+        // once `new..` exists): what the path names now is what the rename replaces.
+        target = await resolveTarget(requested);
+        mode = await existingMode(target);
+      }
       await writeAtomically(target, body, mode ?? NEW_FILE_MODE);
     } catch (err) {
       throw fileSystemError(err, requested, "writing");

@@ -320,7 +320,7 @@ describe("list", () => {
 });
 
 describe("chat isolation", () => {
-  it("another chat cannot read, list or signal a process; the operator sees every process", async () => {
+  it("another chat cannot read, list or signal a process; a list without a chat shows only chatless ones", async () => {
     const m = manager();
     await start(m, "a", "echo $CODER_CHAT_ID; sleep 100", { chatId: "chat-a" });
     await start(m, "b", 'echo "[$CODER_CHAT_ID]"; sleep 100');
@@ -332,9 +332,11 @@ describe("chat isolation", () => {
     expect(m.signal("a", "chat-b", "kill")).toBe("not_found");
     expect(m.list("chat-b", () => false)).toStrictEqual([]);
     expect(m.list("chat-a", () => false).map((p) => p.id)).toStrictEqual(["a"]);
+    // Without a chat, a list shows only the processes started without one (issue 11).
+    expect(m.list(undefined, () => false).map((p) => p.id)).toStrictEqual(["b"]);
     expect(
       m
-        .list(undefined, () => false)
+        .all()
         .map((p) => p.id)
         .sort(),
     ).toStrictEqual(["a", "b"]);

@@ -1,6 +1,6 @@
 // The agent's table of processes (CONTRACT.md 7, "Processes" and the cancel's stop rule).
-// It owns chat isolation: a caller with a chat sees only that chat's processes, and a foreign
-// process is answered exactly like an unknown one. An id it knows is never spawned again.
+// It owns chat isolation: a caller lists only its chat's processes (a caller without a chat
+// only those started without one), and a foreign process is answered exactly like an unknown one. An id it knows is never spawned again.
 
 import type { Clock } from "../../contract/clock.ts";
 import type { ProcessInfo, ProcessOutputResponse, ToolCallProcess } from "../../contract/types.ts";
@@ -123,7 +123,7 @@ export class ProcessManager {
 
   /**
    * Reaps processes that exited more than REAP_AFTER_MS ago (unless `isCurrent(id)`), then
-   * lists those the caller may see: running first, then newest first, at most LIST_MAX.
+   * lists the caller's chat's (without a chat: those started without one): running first, then newest first, at most LIST_MAX.
    */
   list(
     chatId: string | undefined,
@@ -137,12 +137,25 @@ export class ProcessManager {
       }
     }
     return [...this.#procs.values()]
-      .filter((p) => chatId === undefined || p.chatId === chatId)
+      .filter((p) => p.chatId === chatId)
       .sort(
         (a, b) =>
           Number(b.running) - Number(a.running) || b.startedAt - a.startedAt || b.seq - a.seq,
       )
       .slice(0, LIST_MAX)
+      .map(info);
+  }
+
+  /**
+   * Every process of every chat, in list order, without reaping: for the agent's own
+   * process (and tests), never served over HTTP.
+   */
+  all(): ProcessInfo[] {
+    return [...this.#procs.values()]
+      .sort(
+        (a, b) =>
+          Number(b.running) - Number(a.running) || b.startedAt - a.startedAt || b.seq - a.seq,
+      )
       .map(info);
   }
 
@@ -196,7 +209,17 @@ export class ProcessManager {
     this.#spawner.close();
   }
 
-  /** The process if the caller may see it: any process for an operator, else its chat's. */
+  /** How many processes run, in every chat: an idle check needs it, never their details. */
+  get runningCount(): number {
+    let n = 0;
+    for (const p of this.#procs.values()) if (p.running) n++;
+    return n;
+  }
+
+  /**
+   * The process if the caller may see it by id: any process for an operator (who knows the
+   * id), else its chat's. Lists, which reveal ids, are per chat for everyone.
+   */
   #visible(id: string, chatId: string | undefined): TrackedProcess | undefined {
     const proc = this.#procs.get(id);
     if (!proc || (chatId !== undefined && proc.chatId !== chatId)) return undefined;

@@ -141,7 +141,7 @@ describe("execute on a real agent", () => {
       process_id: uuidFor(ctx, "toolu_old"),
     });
     expect(out.billable).toBe(false);
-    expect((await agent.client.listProcesses()).processes).toEqual([]);
+    expect(agent.allProcesses()).toEqual([]);
   });
 
   it("start failure is an error with the agents message", async () => {
@@ -169,20 +169,20 @@ describe("execute on a real agent", () => {
     });
     // Abort once the process runs, whatever the machine's load.
     const end = Date.now() + 5_000;
-    while ((await agent.client.listProcesses()).processes.length === 0 && Date.now() < end) {
+    while (agent.allProcesses().length === 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 10));
     }
     const began = Date.now();
     task.abort(reason);
     await expect(running).rejects.toBe(reason);
     expect(Date.now() - began).toBeLessThan(1_000);
-    const { processes } = await agent.client.listProcesses();
+    const processes = agent.allProcesses();
     expect(processes).toMatchObject([{ id: uuidFor(ctx, "t"), running: true }]);
     // An aborted task sends nothing at all.
     await expect(
       runTool(ctx, { toolCallId: "u", toolName: "execute", input: { command: "true" } }),
     ).rejects.toBe(reason);
-    expect((await agent.client.listProcesses()).processes).toHaveLength(1);
+    expect(agent.allProcesses()).toHaveLength(1);
   });
 
   it("completed output holds every byte the command printed before it exited, on a busy agent too", async () => {

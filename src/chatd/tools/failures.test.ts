@@ -56,7 +56,7 @@ describe("results when the agent fails", () => {
     await expect(
       runTool(stale, { toolCallId: "toolu_old", toolName: "execute", input: { command: "true" } }),
     ).rejects.toBeInstanceOf(StaleToolCallError);
-    expect((await agent.client.listProcesses()).processes).toEqual([]);
+    expect(agent.allProcesses()).toEqual([]);
   });
 
   it("input mismatch is unknown not repeated", async () => {

@@ -1,6 +1,7 @@
 import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
 import { AgentConnectionError } from "../../contract/index.ts";
+import { LoadAPIKeyError } from "ai";
 import { failureSentence, failureSummary, isPermanent, retryAfterMs } from "./failure.ts";
 
 function apiError(o: {
@@ -50,6 +51,11 @@ describe("failure sentences and summaries", () => {
     expect(failureSentence(err)).toBe(
       "The model provider refused the API key (HTTP 401, http://127.0.0.1:9/v1): check the model's key.",
     );
+    expect(isPermanent(err)).toBe(true);
+  });
+
+  it("a model without an API key is permanent: it ends the turn, not 10 minutes of retries", () => {
+    const err = new LoadAPIKeyError({ message: "Anthropic API key is missing." });
     expect(isPermanent(err)).toBe(true);
   });
 

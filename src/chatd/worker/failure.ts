@@ -4,7 +4,13 @@
 // prompt in requestBodyValues), never a query's parameters, never a key. It is permanent when no
 // retry can change it, and a provider's Retry-After says how long the next attempt must wait.
 
-import { APICallError } from "ai";
+import {
+  APICallError,
+  InvalidResponseDataError,
+  JSONParseError,
+  LoadAPIKeyError,
+  TypeValidationError,
+} from "ai";
 import { ChatNotFoundError, FenceError } from "../chats.ts";
 import { UnsupportedAgentUrlError } from "../agents.ts";
 import { ContextTooLongError } from "../prompt/index.ts";
@@ -24,17 +30,35 @@ export function isExpectedExit(err: unknown): boolean {
 
 /**
  * A failure no retry can change: a model answer that is not retryable (a bad key, an unknown
- * model, a bad request), a workspace agent URL the client cannot speak to, an agent that
+ * model, a bad request), a model with no API key at all, a workspace agent URL the client cannot speak to, an agent that
  * refuses the server's token or TLS configuration.
  */
 export function isPermanent(err: unknown): boolean {
   if (APICallError.isInstance(err)) return !err.isRetryable;
+  // A model configured without a key (and none in the environment) has none at the next try.
+  if (LoadAPIKeyError.isInstance(err)) return true;
   return (
     err instanceof ContextTooLongError ||
     err instanceof UnsupportedAgentUrlError ||
     err instanceof WorkspaceRefusedError
   );
 }
+
+/**
+ * A model answer the SDK could not read: a malformed stream chunk, a tool call without a name.
+ * Another attempt may be sampled differently, but a provider that keeps answering so would keep
+ * the chat busy for the whole retry limit: such failures give up after a few in a row.
+ */
+export function isUnreadableAnswer(err: unknown): boolean {
+  return (
+    InvalidResponseDataError.isInstance(err) ||
+    JSONParseError.isInstance(err) ||
+    TypeValidationError.isInstance(err)
+  );
+}
+
+/** How many unreadable model answers in a row end the task (`gave_up`). */
+export const UNREADABLE_ANSWER_MAX_ATTEMPTS = 3;
 
 function cap(text: string): string {
   const t = text.replace(/\s+/g, " ").trim();

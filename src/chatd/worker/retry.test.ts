@@ -1,11 +1,58 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../contract/index.ts";
+import { InvalidResponseDataError } from "ai";
 import { runTaskWithRetry } from "./retry.ts";
 
 /** Lets the retry loop run its promise callbacks between clock moves. */
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("runTaskWithRetry bounds", () => {
+  it("model answers the SDK cannot read give up after 3 in a row, not after the time limit", async () => {
+    const clock = new ManualClock();
+    const errors = [
+      new Error("a network blip"),
+      new InvalidResponseDataError({
+        data: {},
+        message: "Expected 'function.name' to be a string.",
+      }),
+      new Error("another blip"),
+      ...Array.from(
+        { length: 10 },
+        () =>
+          new InvalidResponseDataError({
+            data: {},
+            message: "Expected 'function.name' to be a string.",
+          }),
+      ),
+    ];
+    let n = 0;
+    let ended: { why: string; attempts: number; message: string } | undefined;
+    const done = runTaskWithRetry(
+      () => Promise.reject(errors[n++]!),
+      new AbortController().signal,
+      {
+        clock,
+        attemptTimeoutMs: 60_000,
+        backoffMinMs: 100,
+        backoffMaxMs: 100,
+        onFailure: async (err, why, attempts) => {
+          ended = { why, attempts, message: (err as Error).message };
+        },
+      },
+    );
+    for (let i = 0; i < 100 && !ended; i++) {
+      await tick();
+      clock.advance(100);
+    }
+    await done;
+    // A blip between two resets the count: attempts 4, 5 and 6 are the three in a row.
+    expect(ended).toEqual({
+      why: "gave_up",
+      attempts: 6,
+      message: "Expected 'function.name' to be a string.",
+    });
+  });
+
   it("a task that fails on every attempt gives up once its failures span the limit", async () => {
     const clock = new ManualClock();
     const retries: number[] = [];

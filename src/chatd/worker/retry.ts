@@ -1,13 +1,21 @@
 // runTaskWithRetry (CHATD.md 4): a failed attempt is retried with backoff until it succeeds,
 // the task is canceled, it exits as expected (a stale fence, a deleted chat), it fails for good
 // (a permanent failure), or it has failed for too long: after RETRY_LIMIT_MS of failures in a
-// row, or RETRY_MAX_ATTEMPTS of them, the task gives up, so no input keeps a chat busy forever.
+// row, or RETRY_MAX_ATTEMPTS of them, or UNREADABLE_ANSWER_MAX_ATTEMPTS model answers in a row
+// the SDK could not read, the task gives up, so no input keeps a chat busy forever.
 // Each attempt has its own timeout. A provider's Retry-After is waited out (bounded). Retrying
 // changes nothing for the agent (C2): the next attempt sends the same requests and the agent
 // replays what already ran.
 
 import { sleep, type Clock } from "../../contract/index.ts";
-import { isExpectedExit, isPermanent, retryAfterMs, RETRY_AFTER_MAX_MS } from "./failure.ts";
+import {
+  isExpectedExit,
+  isPermanent,
+  isUnreadableAnswer,
+  retryAfterMs,
+  RETRY_AFTER_MAX_MS,
+  UNREADABLE_ANSWER_MAX_ATTEMPTS,
+} from "./failure.ts";
 
 export const RETRY_BACKOFF_MIN_MS = 100;
 export const RETRY_BACKOFF_MAX_MS = 5_000;
@@ -28,6 +36,8 @@ export interface RetryOptions {
   retryLimitMs?: number;
   /** Give up at this many failures in a row (default RETRY_MAX_ATTEMPTS). */
   maxAttempts?: number;
+  /** Give up at this many unreadable model answers in a row (UNREADABLE_ANSWER_MAX_ATTEMPTS). */
+  maxUnreadableAnswers?: number;
   /** The longest Retry-After honoured (default RETRY_AFTER_MAX_MS). */
   retryAfterMaxMs?: number;
   /** The wall clock a Retry-After date is read against (default Date.now). */
@@ -55,6 +65,7 @@ export async function runTaskWithRetry(
 ): Promise<void> {
   let backoff = o.backoffMinMs ?? RETRY_BACKOFF_MIN_MS;
   let firstFailureAt: number | undefined;
+  let unreadable = 0;
   for (let attempt = 1; !signal.aborted; attempt++) {
     const ac = new AbortController();
     const onAbort = () => ac.abort(signal.reason);
@@ -77,9 +88,12 @@ export async function runTaskWithRetry(
       const now = o.clock.now();
       firstFailureAt ??= now;
       const limitMs = o.retryLimitMs ?? RETRY_LIMIT_MS;
+      unreadable = !cutOff && isUnreadableAnswer(err) ? unreadable + 1 : 0;
       if (
         o.onFailure &&
-        (now - firstFailureAt >= limitMs || attempt >= (o.maxAttempts ?? RETRY_MAX_ATTEMPTS))
+        (now - firstFailureAt >= limitMs ||
+          attempt >= (o.maxAttempts ?? RETRY_MAX_ATTEMPTS) ||
+          unreadable >= (o.maxUnreadableAnswers ?? UNREADABLE_ANSWER_MAX_ATTEMPTS))
       ) {
         await o.onFailure(err, "gave_up", attempt);
         return;
