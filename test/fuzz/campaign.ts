@@ -156,6 +156,10 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
         "--data-dir",
         path.join(root, "data"),
         "--no-local-workspace",
+        // A fuzz-made model may point nowhere: its chats retry, then end in `error` well
+        // within the campaign's bound on chats (the default limit is 10 minutes).
+        "--retry-limit-ms",
+        String(Math.floor(o.chatBoundMs / 4)),
       ],
       { cwd: srv, env, timeoutMs: 120_000, logFile: path.join(root, "server.log") },
     );
@@ -618,14 +622,11 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
           status = now.status;
           retrying = now.retrying ?? null;
         }
-        // A fuzz chat may name a model the fuzz made (an unreachable base URL): its turn retries
-        // within the worker's bound (10 minutes, then `error`), shown as `retrying`.
-        if (status === "running" && retrying !== null) {
-          count("fuzz chats retrying within the bound");
-          continue;
-        }
         if (status !== "waiting" && status !== "error")
-          violate({ kind: "chat", detail: `${role}'s fuzz chat ${c.id} still ${status}` });
+          violate({
+            kind: "chat",
+            detail: `${role}'s fuzz chat ${c.id} still ${status}${retrying !== null ? ` (retrying: ${JSON.stringify(retrying)})` : ""}`,
+          });
       }
     }
     for (const p of procs) {
