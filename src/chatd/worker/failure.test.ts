@@ -1,7 +1,7 @@
 import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
 import { AgentConnectionError } from "../../contract/index.ts";
-import { LoadAPIKeyError } from "ai";
+import { LoadAPIKeyError, LoadSettingError } from "ai";
 import { failureSentence, failureSummary, isPermanent, retryAfterMs } from "./failure.ts";
 
 function apiError(o: {
@@ -56,6 +56,11 @@ describe("failure sentences and summaries", () => {
 
   it("a model without an API key is permanent: it ends the turn, not 10 minutes of retries", () => {
     const err = new LoadAPIKeyError({ message: "Anthropic API key is missing." });
+    expect(isPermanent(err)).toBe(true);
+  });
+
+  it("a model missing a provider setting (Bedrock without a region) is permanent too", () => {
+    const err = new LoadSettingError({ message: "AWS region setting is missing." });
     expect(isPermanent(err)).toBe(true);
   });
 

@@ -9,6 +9,7 @@ import {
   InvalidResponseDataError,
   JSONParseError,
   LoadAPIKeyError,
+  LoadSettingError,
   TypeValidationError,
 } from "ai";
 import { ChatNotFoundError, FenceError } from "../chats.ts";
@@ -36,7 +37,8 @@ export function isExpectedExit(err: unknown): boolean {
 export function isPermanent(err: unknown): boolean {
   if (APICallError.isInstance(err)) return !err.isRetryable;
   // A model configured without a key (and none in the environment) has none at the next try.
-  if (LoadAPIKeyError.isInstance(err)) return true;
+  // So is one missing a setting the provider needs (Bedrock without a region).
+  if (LoadAPIKeyError.isInstance(err) || LoadSettingError.isInstance(err)) return true;
   return (
     err instanceof ContextTooLongError ||
     err instanceof UnsupportedAgentUrlError ||
