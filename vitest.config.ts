@@ -20,7 +20,7 @@ const UNIT = [
   "src/chatd/audit-tool-calls.test.ts",
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
-  "src/chatd/dialout/transport.test.ts",
+  "test/dialout/transport.test.ts",
   "src/chatd/db/values.test.ts",
   "src/chatd/transitions/storable.test.ts",
   "src/chatd/worker/failure.test.ts",
@@ -60,6 +60,7 @@ const DB = [
   "src/api/usage.test.ts",
   "src/workspaces/agent-tokens.test.ts",
   "test/chatd/cost.test.ts",
+  "test/chatd/db-errors.test.ts",
   "test/chatd/transitions.test.ts",
 ];
 const ALL = ["src/**/*.test.ts", "test/**/*.test.ts"];

@@ -7,18 +7,22 @@ import http from "node:http";
 import type http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { dialOut, type DialOut } from "../../agent/dialout.ts";
+import { dialOut, type DialOut } from "../../src/agent/dialout.ts";
 import {
   AGE_HEADER,
   AgentClient,
   AgentConnectionError,
   parseChatId,
   toMessageId,
-} from "../../contract/index.ts";
-import { until } from "../../../test/support/agent.ts";
-import { startDialoutFront, type DialoutFront } from "../../../test/support/dialout.ts";
-import { RelayClient, serveRelayedExchange } from "./relay.ts";
-import { DialoutTransport, type AgentRoute, type AgentRouter } from "./transport.ts";
+} from "../../src/contract/index.ts";
+import { until } from "../support/agent.ts";
+import { startDialoutFront, type DialoutFront } from "../support/dialout.ts";
+import { RelayClient, serveRelayedExchange } from "../../src/chatd/dialout/relay.ts";
+import {
+  DialoutTransport,
+  type AgentRoute,
+  type AgentRouter,
+} from "../../src/chatd/dialout/transport.ts";
 
 const live: { close(): Promise<void> | void }[] = [];
 afterEach(async () => {

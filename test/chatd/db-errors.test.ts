@@ -1,7 +1,7 @@
 import { expect, it } from "vitest";
-import { describeDatabases } from "../../../test/support/db.ts";
-import { createLogger } from "../../cli/log.ts";
-import { sqlState } from "./values.ts";
+import { describeDatabases } from "../support/db.ts";
+import { createLogger } from "../../src/cli/log.ts";
+import { sqlState } from "../../src/chatd/db/values.ts";
 
 const SECRET = "sk-param-secret-7f3a";
 
