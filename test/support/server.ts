@@ -4,7 +4,8 @@
 // crash leaves it running, by design) killed too.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { defaultDataDir } from "../../src/cli/server-state.ts";
 
@@ -96,6 +97,50 @@ export async function workspaceIn(home: string): Promise<string> {
   const ws = path.join(home, "ws");
   await mkdir(ws, { recursive: true });
   return ws;
+}
+
+/**
+ * A server in a fresh home of its own (`<tmp>/<prefix>…`, removed afterwards): its data in
+ * `<home>/data`, its local workspace `<home>/ws` (written by `prepare` before it starts), on the
+ * fake provider at `modelUrl` when given, with `args` after those.
+ */
+export async function startServerInHome(
+  prefix: string,
+  cleanup: (fn: () => Promise<void>) => void,
+  o: { modelUrl?: string; args?: string[]; prepare?: (ws: string) => Promise<void> } = {},
+): Promise<{ server: ServerProcess; home: string; ws: string }> {
+  const home = await mkdtemp(path.join(os.tmpdir(), prefix));
+  cleanup(() => rm(home, { recursive: true, force: true }));
+  const ws = await workspaceIn(home);
+  await o.prepare?.(ws);
+  const model =
+    o.modelUrl === undefined
+      ? []
+      : ["--model", "openai-compatible:fake-model", "--model-base-url", o.modelUrl];
+  const server = await startServerProcess(
+    ["--data-dir", path.join(home, "data"), "--workspace-dir", ws, ...model, ...(o.args ?? [])],
+    home,
+    cleanup,
+  );
+  return { server, home, ws };
+}
+
+/** Polls a chat through the API until its status is `status`. */
+export async function chatReaches(
+  url: string,
+  token: string,
+  chatId: string,
+  status: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const now = (await api<{ status: string }>(url, token, "GET", `/api/v1/chats/${chatId}`))
+      .status;
+    if (now === status) return;
+    if (Date.now() > end) throw new Error(`chat ${chatId} is ${now}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** One JSON request to a server's API; throws on a non-2xx answer. */

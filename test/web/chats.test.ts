@@ -5,14 +5,11 @@
 // unknown address (each said so, with no stream retried), the processes as a tab on a phone,
 // readable usage labels there, dark mode, and a throttled sign-in's Retry-After.
 
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { CHROMIUM, launchBrowser, openPage, PHONE, shot, useCleanups } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { api, startServerProcess, workspaceIn } from "../support/server.ts";
+import { api, chatReaches, startServerInHome } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "lists@example.com";
@@ -31,22 +28,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI chat pages", () => {
   it("forms, the chat list, a chat's live state, missing pages, phone tabs, dark mode and throttling", async () => {
     const fake = await startFakeProvider();
     cleanup(() => fake.close());
-    const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-chats-"));
-    cleanup(() => rm(home, { recursive: true, force: true }));
-    const server = await startServerProcess(
-      [
-        "--data-dir",
-        path.join(home, "data"),
-        "--workspace-dir",
-        await workspaceIn(home),
-        "--model",
-        "openai-compatible:fake-model",
-        "--model-base-url",
-        fake.url,
-      ],
-      home,
-      cleanup,
-    );
+    const { server } = await startServerInHome("tether-web-chats-", cleanup, {
+      modelUrl: fake.url,
+    });
     const browser = await launchBrowser(cleanup);
     const errors: string[] = [];
     const page = await openPage(browser, "desktop", errors);
@@ -80,14 +64,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI chat pages", () => {
     const warm = await api<{ id: string }>(server.url, token, "POST", "/api/v1/chats", {
       message: "warm up",
     });
-    await expect
-      .poll(
-        async () =>
-          (await api<{ status: string }>(server.url, token, "GET", `/api/v1/chats/${warm.id}`))
-            .status,
-        { timeout: 20_000 },
-      )
-      .toBe("waiting");
+    await chatReaches(server.url, token, warm.id, "waiting");
     await api(server.url, token, "PATCH", `/api/v1/chats/${warm.id}`, { archived: true });
     for (const message of ["deploy the app", "fix the flaky test", "write the docs"])
       await api(server.url, token, "POST", "/api/v1/chats", { message });

@@ -7,9 +7,6 @@
 // The page follows the stream while the reader is at its end, and a reader who scrolled up stays
 // where they are.
 
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
@@ -21,7 +18,7 @@ import {
   type Viewport,
 } from "../support/browser.ts";
 import { startFakeProvider, type FakeStep } from "../support/fake-provider.ts";
-import { startServerProcess, workspaceIn } from "../support/server.ts";
+import { startServerInHome } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "lead@example.com";
@@ -89,22 +86,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI layout while streaming", () => {
   it("streaming text, reasoning and live output shifts nothing already on screen, at desktop and phone size", async () => {
     const fake = await startFakeProvider();
     cleanup(() => fake.close());
-    const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-layout-"));
-    cleanup(() => rm(home, { recursive: true, force: true }));
-    const server = await startServerProcess(
-      [
-        "--data-dir",
-        path.join(home, "data"),
-        "--workspace-dir",
-        await workspaceIn(home),
-        "--model",
-        "openai-compatible:fake-model",
-        "--model-base-url",
-        fake.url,
-      ],
-      home,
-      cleanup,
-    );
+    const { server } = await startServerInHome("tether-web-layout-", cleanup, {
+      modelUrl: fake.url,
+    });
     const first = await fetch(`${server.url}/api/v1/users/first`, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -2,13 +2,12 @@
 // fake model: the chat's context snapshot under its title (AGENTS.md and its size) with Refresh,
 // and `/compact` typed in the composer folding the conversation behind a "compacted" rule.
 
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CHROMIUM, launchBrowser, openPage, shot, useCleanups } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { api, startServerProcess, workspaceIn } from "../support/server.ts";
+import { api, chatReaches, startServerInHome } from "../support/server.ts";
 
 const cleanup = useCleanups();
 
@@ -16,24 +15,10 @@ describe.skipIf(CHROMIUM === undefined)("web UI: the prompt", () => {
   it("shows the chat's context snapshot, refreshes it, and /compact folds the conversation", async () => {
     const fake = await startFakeProvider();
     cleanup(() => fake.close());
-    const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-prompt-"));
-    cleanup(() => rm(home, { recursive: true, force: true }));
-    const ws = await workspaceIn(home);
-    await writeFile(path.join(ws, "AGENTS.md"), "Be brief.\n");
-    const server = await startServerProcess(
-      [
-        "--data-dir",
-        path.join(home, "data"),
-        "--workspace-dir",
-        ws,
-        "--model",
-        "openai-compatible:fake-model",
-        "--model-base-url",
-        fake.url,
-      ],
-      home,
-      cleanup,
-    );
+    const { server, ws } = await startServerInHome("tether-web-prompt-", cleanup, {
+      modelUrl: fake.url,
+      prepare: (dir) => writeFile(path.join(dir, "AGENTS.md"), "Be brief.\n"),
+    });
     const { token } = await api<{ token: string }>(
       server.url,
       undefined,
@@ -45,14 +30,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI: the prompt", () => {
     const chat = await api<{ id: string }>(server.url, token, "POST", "/api/v1/chats", {
       message: "hello",
     });
-    await expect
-      .poll(
-        async () =>
-          (await api<{ status: string }>(server.url, token, "GET", `/api/v1/chats/${chat.id}`))
-            .status,
-        { timeout: 20_000 },
-      )
-      .toBe("waiting");
+    await chatReaches(server.url, token, chat.id, "waiting");
 
     const browser = await launchBrowser(cleanup);
     const errors: string[] = [];

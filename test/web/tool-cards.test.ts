@@ -5,8 +5,7 @@
 // screen, and copied whole), read_file's lines with their numbers, and the diffs of write_file and
 // edit_files. Screenshots of each card at both sizes go to test-artifacts/web/.
 
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
@@ -19,7 +18,7 @@ import {
   useCleanups,
 } from "../support/browser.ts";
 import { startFakeProvider, type FakeStep } from "../support/fake-provider.ts";
-import { startServerProcess, workspaceIn } from "../support/server.ts";
+import { startServerInHome } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "cards@example.com";
@@ -54,23 +53,9 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
   it("Markdown, a failed command, ANSI output, 20,000 lines, read_file lines and diffs, at desktop and phone size", async () => {
     const fake = await startFakeProvider();
     cleanup(() => fake.close());
-    const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-cards-"));
-    cleanup(() => rm(home, { recursive: true, force: true }));
-    const ws = await workspaceIn(home);
-    const server = await startServerProcess(
-      [
-        "--data-dir",
-        path.join(home, "data"),
-        "--workspace-dir",
-        ws,
-        "--model",
-        "openai-compatible:fake-model",
-        "--model-base-url",
-        fake.url,
-      ],
-      home,
-      cleanup,
-    );
+    const { server, ws } = await startServerInHome("tether-web-cards-", cleanup, {
+      modelUrl: fake.url,
+    });
     const first = await fetch(`${server.url}/api/v1/users/first`, {
       method: "POST",
       headers: { "content-type": "application/json" },
