@@ -12,7 +12,9 @@ import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
+import { chatSnapshot, compact } from "./compaction-step.ts";
 import {
+  turnComplete,
   unresolvedToolCalls,
   AssistantParts,
   type ChatMessage,
@@ -20,16 +22,12 @@ import {
 } from "./messages.ts";
 import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.ts";
 import {
-  captureSnapshot,
   compactionDue,
-  CONTEXT_CAPTURE_TIMEOUT_MS,
-  compactionRequest,
   ContextTooLongError,
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
   isContextTooLong,
   loadSnapshot,
-  sinceBoundary,
   systemPrompt,
   toModelMessages,
   toolResultBudgetBytes,
@@ -39,9 +37,7 @@ import {
 import type { StreamBuffer } from "./stream.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
-  commitCompaction,
   commitStep,
-  keepContextSnapshot,
   finishTurn,
   readForTask,
   recordGenerationAttempt,
@@ -146,59 +142,6 @@ export async function toolResultBudgetOf(deps: GenerationDeps, chat: Chat): Prom
   }
 }
 
-/** The turn is complete when the model's last word is an answer, not a tool call. */
-export function turnComplete(history: ChatMessage[]): boolean {
-  for (let i = history.length - 1; i >= 0; i--) {
-    const m = history[i]!;
-    if (m.role === "tool" && m.content.every((p) => p.type === "tool-batch-usage")) continue;
-    if (m.boundary) return m.content.some((p) => p.type === "compaction" && p.turn_complete);
-    return m.role === "assistant" && !m.content.some((p) => p.type === "tool-call");
-  }
-  return true; // empty history: nothing to answer
-}
-
-/**
- * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
- * "kept": the model step is the next task, so a model attempt never waits for the agent's
- * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
- * step's prompt says so, and the next step tries again.
- */
-async function chatSnapshot(
-  deps: GenerationDeps,
-  fence: Fence,
-  chat: Chat,
-  signal: AbortSignal,
-): Promise<ContextSnapshot | "kept"> {
-  const kept = await loadSnapshot(deps.db, chat.id);
-  if (kept) return kept.snapshot;
-  const client = await deps.resolveAgent(chat);
-  let taken: ContextSnapshot;
-  try {
-    taken = await captureSnapshot(
-      deps.db,
-      client,
-      signal,
-      Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
-    );
-  } catch (err) {
-    signal.throwIfAborted();
-    deps.log.warn(
-      { chat_id: chat.id, error: err instanceof Error ? err.message : String(err) },
-      "context snapshot failed; trying again at the next step",
-    );
-    return {
-      environment: null,
-      files: [],
-      organization: null,
-      note:
-        "The workspace agent could not be reached to learn its environment: use absolute " +
-        "paths, and expect tool calls to report the agent unreachable.",
-    };
-  }
-  await keepContextSnapshot(deps.db, fence, taken);
-  return "kept";
-}
-
 /** A step's prompt size as the provider reported it: input + cache read + cache write. */
 function promptTokensOf(u: {
   inputTokens?: number | undefined;
@@ -214,72 +157,6 @@ function promptTokensOf(u: {
     ? undefined
     : parts.reduce<number>((a, x) => a + (x ?? 0), 0);
   return Math.max(u.inputTokens ?? 0, detailed ?? 0);
-}
-
-/**
- * The compaction action: one model call with no tools writes the summary of the conversation
- * since the boundary, committed as the new boundary (fenced like a model step, so a retried or
- * interrupted one commits at most one). Its model time and tokens are billed on the boundary.
- */
-async function compact(
-  deps: GenerationDeps,
-  fence: Fence,
-  history: ChatMessage[],
-  resolved: ResolvedModel,
-  budget: ContextBudget,
-  reason: "threshold" | "requested" | "context_too_long",
-  signal: AbortSignal,
-): Promise<void> {
-  const attempt = await recordGenerationAttempt(deps.db, fence);
-  const attemptFence: Fence = { ...fence, generationAttempt: attempt };
-  const request = compactionRequest(history, budget.limitTokens);
-  const lastStep = sinceBoundary(history)
-    .filter((m) => m.role === "assistant" && m.promptTokens !== null)
-    .at(-1);
-  const opened = deps.clock.now();
-  const result = streamText({
-    model: resolved.model,
-    system: request.system,
-    messages: request.messages,
-    abortSignal: signal,
-    maxRetries: 0,
-    onError: () => undefined,
-  });
-  let summary = "";
-  let usage = { inputTokens: 0, outputTokens: 0 };
-  for await (const p of result.fullStream) {
-    if (p.type === "text-delta") summary += p.text;
-    else if (p.type === "finish")
-      usage = {
-        inputTokens: p.totalUsage.inputTokens ?? 0,
-        outputTokens: p.totalUsage.outputTokens ?? 0,
-      };
-    else if (p.type === "error")
-      throw p.error instanceof Error ? p.error : new Error(String(p.error));
-  }
-  signal.throwIfAborted();
-  const runtimeMs = deps.clock.now() - opened;
-  await commitCompaction(deps.db, attemptFence, {
-    role: "system",
-    visibility: "both",
-    content: [
-      {
-        type: "compaction",
-        summary: summary.trim() || "(The model wrote an empty summary.)",
-        messages_compacted: request.compacted,
-        prompt_tokens_before: lastStep?.promptTokens ?? null,
-        reason,
-        turn_complete: turnComplete(history),
-      },
-    ],
-    runtimeMs,
-    ...usage,
-    costMicros: costMicros(usage, resolved.prices),
-  });
-  deps.log.info(
-    { chat_id: fence.chatId, reason, messages_compacted: request.compacted },
-    "chat compacted",
-  );
 }
 
 async function callModel(

@@ -171,3 +171,14 @@ export function rowToMessage(r: Record<string, unknown>): ChatMessage {
     boundary: r.boundary === true,
   };
 }
+
+/** The turn is complete when the model's last word is an answer, not a tool call. */
+export function turnComplete(history: ChatMessage[]): boolean {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i]!;
+    if (m.role === "tool" && m.content.every((p) => p.type === "tool-batch-usage")) continue;
+    if (m.boundary) return m.content.some((p) => p.type === "compaction" && p.turn_complete);
+    return m.role === "assistant" && !m.content.some((p) => p.type === "tool-call");
+  }
+  return true; // empty history: nothing to answer
+}

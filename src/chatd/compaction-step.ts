@@ -1,0 +1,130 @@
+// The two prompt actions of the generation task beside its model step: keeping the chat's
+// context snapshot, and compacting the conversation into a boundary message (docs/prompt.md).
+
+import { streamText } from "ai";
+import { costMicros } from "./billing.ts";
+import type { Chat, Fence } from "./chats.ts";
+import type { GenerationDeps, ResolvedModel } from "./generation.ts";
+import { turnComplete, type ChatMessage } from "./messages.ts";
+import {
+  captureSnapshot,
+  CONTEXT_CAPTURE_TIMEOUT_MS,
+  compactionRequest,
+  loadSnapshot,
+  sinceBoundary,
+  type ContextBudget,
+  type ContextSnapshot,
+} from "./prompt/index.ts";
+import {
+  commitCompaction,
+  keepContextSnapshot,
+  recordGenerationAttempt,
+} from "./transitions/index.ts";
+
+/**
+ * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
+ * "kept": the model step is the next task, so a model attempt never waits for the agent's
+ * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
+ * step's prompt says so, and the next step tries again.
+ */
+export async function chatSnapshot(
+  deps: GenerationDeps,
+  fence: Fence,
+  chat: Chat,
+  signal: AbortSignal,
+): Promise<ContextSnapshot | "kept"> {
+  const kept = await loadSnapshot(deps.db, chat.id);
+  if (kept) return kept.snapshot;
+  const client = await deps.resolveAgent(chat);
+  let taken: ContextSnapshot;
+  try {
+    taken = await captureSnapshot(
+      deps.db,
+      client,
+      signal,
+      Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
+    );
+  } catch (err) {
+    signal.throwIfAborted();
+    deps.log.warn(
+      { chat_id: chat.id, error: err instanceof Error ? err.message : String(err) },
+      "context snapshot failed; trying again at the next step",
+    );
+    return {
+      environment: null,
+      files: [],
+      organization: null,
+      note:
+        "The workspace agent could not be reached to learn its environment: use absolute " +
+        "paths, and expect tool calls to report the agent unreachable.",
+    };
+  }
+  await keepContextSnapshot(deps.db, fence, taken);
+  return "kept";
+}
+
+/**
+ * The compaction action: one model call with no tools writes the summary of the conversation
+ * since the boundary, committed as the new boundary (fenced like a model step, so a retried or
+ * interrupted one commits at most one). Its model time and tokens are billed on the boundary.
+ */
+export async function compact(
+  deps: GenerationDeps,
+  fence: Fence,
+  history: ChatMessage[],
+  resolved: ResolvedModel,
+  budget: ContextBudget,
+  reason: "threshold" | "requested" | "context_too_long",
+  signal: AbortSignal,
+): Promise<void> {
+  const attempt = await recordGenerationAttempt(deps.db, fence);
+  const attemptFence: Fence = { ...fence, generationAttempt: attempt };
+  const request = compactionRequest(history, budget.limitTokens);
+  const lastStep = sinceBoundary(history)
+    .filter((m) => m.role === "assistant" && m.promptTokens !== null)
+    .at(-1);
+  const opened = deps.clock.now();
+  const result = streamText({
+    model: resolved.model,
+    system: request.system,
+    messages: request.messages,
+    abortSignal: signal,
+    maxRetries: 0,
+    onError: () => undefined,
+  });
+  let summary = "";
+  let usage = { inputTokens: 0, outputTokens: 0 };
+  for await (const p of result.fullStream) {
+    if (p.type === "text-delta") summary += p.text;
+    else if (p.type === "finish")
+      usage = {
+        inputTokens: p.totalUsage.inputTokens ?? 0,
+        outputTokens: p.totalUsage.outputTokens ?? 0,
+      };
+    else if (p.type === "error")
+      throw p.error instanceof Error ? p.error : new Error(String(p.error));
+  }
+  signal.throwIfAborted();
+  const runtimeMs = deps.clock.now() - opened;
+  await commitCompaction(deps.db, attemptFence, {
+    role: "system",
+    visibility: "both",
+    content: [
+      {
+        type: "compaction",
+        summary: summary.trim() || "(The model wrote an empty summary.)",
+        messages_compacted: request.compacted,
+        prompt_tokens_before: lastStep?.promptTokens ?? null,
+        reason,
+        turn_complete: turnComplete(history),
+      },
+    ],
+    runtimeMs,
+    ...usage,
+    costMicros: costMicros(usage, resolved.prices),
+  });
+  deps.log.info(
+    { chat_id: fence.chatId, reason, messages_compacted: request.compacted },
+    "chat compacted",
+  );
+}
