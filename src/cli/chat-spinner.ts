@@ -2,7 +2,8 @@
 // `script`, reports 0×0, and a spinner there writes cursor moves forever), never in a pipe or
 // under TERM=dumb, and never reading stdin (ora's default puts the terminal in raw mode, and then
 // Ctrl-C sends no SIGINT). It starts only at the start of a line, so stopping it (which clears
-// its line) never erases text.
+// its line) never erases text. Whether it spins is decided here alone: ora's own check also
+// turns it into one printed "- label" line per start whenever a `CI` variable is set.
 
 import ora, { type Ora } from "ora";
 
@@ -33,7 +34,7 @@ export class Screen {
   ) {
     this.#tty = { out: stdout.isTTY === true, err: stderr.isTTY === true };
     this.#spinner = spinnerAllowed(stderr)
-      ? ora({ stream: stderr, discardStdin: false, hideCursor: false })
+      ? ora({ stream: stderr, discardStdin: false, hideCursor: false, isEnabled: true })
       : undefined;
   }
 

@@ -56,7 +56,8 @@ function pty(args: string[], size: { rows: number; cols: number }): PtyProcess {
   const p = runInPty([BIN, "chat", "--server", server.url, ...args], {
     ...size,
     cwd: home,
-    env: chatEnv(),
+    // CI set, as on most CI machines: the spinner must not fall back to printed "- label" lines.
+    env: { ...chatEnv(), CI: "1" },
   });
   cleanups.push(() => p.kill());
   return p;
