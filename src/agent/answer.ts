@@ -1,6 +1,8 @@
 // An HTTP answer as a value: what a route handler produces and what the tool call
 // middleware records and replays byte for byte (status, Content-Type, body; nothing else).
 
+import { MALFORMED_REQUEST_CODES } from "../contract/malformed-request.ts";
+
 export interface Answer {
   status: number;
   /** Empty when the handler set none. */
@@ -30,6 +32,8 @@ export const AGENT_ERRORS = {
   repeated_query_parameter: 400,
   nul_in_input: 400,
   file_unreadable: 400,
+  // A request Node's parser refused (contract/malformed-request.ts), answered before any route.
+  ...MALFORMED_REQUEST_CODES,
 } as const;
 
 export type AgentErrorCode = keyof typeof AGENT_ERRORS;

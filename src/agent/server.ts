@@ -17,6 +17,7 @@ import {
   type InfoResponse,
   type StartProcessResponse,
 } from "../contract/index.ts";
+import { answerMalformedRequest } from "../contract/malformed-request.ts";
 import { codedAnswer, errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
 import { registerContextRoute } from "./context.ts";
 import * as files from "./files/index.ts";
@@ -123,6 +124,8 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
     bodyLimit: JSON_BODY_LIMIT_BYTES,
     return503OnClosing: true,
     schemaController: NO_FASTIFY_SCHEMAS,
+    clientErrorHandler: (err, socket) =>
+      answerMalformedRequest(err, socket, (m) => ({ message: m.message, code: m.code })),
   });
   app.decorateRequest("agent", null);
 

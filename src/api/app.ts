@@ -13,7 +13,8 @@ import { ChatChanges } from "./changes.ts";
 import type { ApiContext, ApiOptions } from "./context.ts";
 import { chatRoutes } from "./chats.ts";
 import { promptRoutes } from "./prompt.ts";
-import { ApiError, handleError, refuseUnstorableInput } from "./errors.ts";
+import { answerMalformedRequest } from "../contract/malformed-request.ts";
+import { ApiError, errorBody, handleError, refuseUnstorableInput } from "./errors.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
@@ -87,6 +88,8 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     bodyLimit: API_BODY_LIMIT_BYTES,
     trustProxy: o.trustProxy ?? false,
     schemaController: NO_FASTIFY_SCHEMAS,
+    clientErrorHandler: (err, socket) =>
+      answerMalformedRequest(err, socket, (m) => errorBody(m.code, m.message)),
   });
   const secrets = o.secrets ?? o.agents?.secrets ?? ephemeralSecretBox();
   const ctx: ApiContext = {

@@ -7,6 +7,7 @@ import { describeDatabases } from "../../test/support/db.ts";
 import { API_BODY_LIMIT_BYTES } from "./app.ts";
 import { API_ERROR_CODES, API_ERRORS, type ApiErrorCode } from "./errors.ts";
 import { startTestApi, type JsonAnswer, type TestApi } from "./test-support.ts";
+import { oversizedHeadOutcomes, rawRequest } from "../../test/support/http.ts";
 
 describeDatabases("API error codes", (db) => {
   let api: TestApi;
@@ -129,5 +130,14 @@ describeDatabases("API error codes", (db) => {
     expect(JSON.stringify(paths["/api/v1/tokens"]!.post!.responses)).toContain(
       "#/components/schemas/Error",
     );
+  });
+
+  it("a request head over 16 KiB is a 431 request_head_too_large the client reads while writing", async () => {
+    // Fastify's own handler destroyed the socket with the request unread: the kernel reset the
+    // connection and a client still writing got ECONNRESET instead of the answer.
+    const url = await api.app.listen({ host: "127.0.0.1", port: 0 });
+    const outcomes = await oversizedHeadOutcomes(url, { clients: 10, bytes: 8 << 20 });
+    expect(outcomes).toEqual(Array(10).fill("431 request_head_too_large"));
+    expect((await rawRequest(url, { path: "/api/v1/me" })).json().code).toBe("unauthorized");
   });
 });

@@ -10,7 +10,8 @@ import { ChatNotFoundError, MessageNotEditableError } from "../chatd/chats.ts";
 import { findUnstorableText } from "../chatd/storable-text.ts";
 
 /** The statuses an API error answers with. */
-export type ApiErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 502 | 503;
+export type ApiErrorStatus =
+  400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 429 | 431 | 500 | 502 | 503;
 
 /**
  * Every error code, with its status and what it means (the OpenAPI document's `ErrorCode` enum
@@ -20,6 +21,10 @@ export type ApiErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500
 export const API_ERRORS = {
   // 400: the request itself is wrong; `detail` names the field.
   bad_request: { status: 400, description: "The request is malformed." },
+  malformed_request: {
+    status: 400,
+    description: "The request is not valid HTTP/1.1 (bad framing); the connection is closed.",
+  },
   invalid_body: {
     status: 400,
     description: "The JSON body is not valid JSON or fails its schema; detail names the field.",
@@ -64,6 +69,10 @@ export const API_ERRORS = {
   },
   // 404
   not_found: { status: 404, description: "No such route or resource (or not the caller's)." },
+  request_timeout: {
+    status: 408,
+    description: "The request did not arrive in time; the connection is closed.",
+  },
   // 409: the state forbids it now.
   conflict: { status: 409, description: "The resource's state forbids this now." },
   first_user_exists: { status: 409, description: "The first user already exists." },
@@ -81,6 +90,11 @@ export const API_ERRORS = {
   payload_too_large: { status: 413, description: "The body is larger than the API takes (1 MiB)." },
   unsupported_media_type: { status: 415, description: "The body's content type is not JSON." },
   rate_limited: { status: 429, description: "Too many attempts; Retry-After says when to retry." },
+  request_head_too_large: {
+    status: 431,
+    description:
+      "The request line and headers are larger than 16 KiB (a long query string, say); the connection is closed.",
+  },
   // 5xx
   internal: { status: 500, description: "A bug or a database failure; the server log has it." },
   agent_unreachable: {
@@ -111,10 +125,12 @@ export const DEFAULT_CODES: Record<ApiErrorStatus, ApiErrorCode> = {
   401: "unauthorized",
   403: "forbidden",
   404: "not_found",
+  408: "request_timeout",
   409: "conflict",
   413: "payload_too_large",
   415: "unsupported_media_type",
   429: "rate_limited",
+  431: "request_head_too_large",
   500: "internal",
   502: "agent_error",
   503: "unavailable",

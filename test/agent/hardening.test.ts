@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AGENT_ERRORS } from "../../src/agent/answer.ts";
 import { escapeToolCallId } from "../../src/contract/index.ts";
-import { rawRequest } from "../support/http.ts";
+import { oversizedHeadOutcomes, rawRequest } from "../support/http.ts";
 import { newChat, tcHeaders, tcToolCall } from "../support/toolcall.ts";
 import { until, useAgents } from "../support/agent.ts";
 
@@ -54,6 +54,17 @@ function runCli(
 const START = "/api/v0/processes/start";
 
 describe("the agent serves only its server", () => {
+  it("a request head over 16 KiB gets a coded 431 the client reads, though it is still writing", async () => {
+    // Node's own handler destroyed the socket with the request unread: the kernel reset the
+    // connection and a client still writing got ECONNRESET instead of the answer.
+    const agent = await startAgent();
+    const outcomes = await oversizedHeadOutcomes(agent.url, { clients: 10, bytes: 8 << 20 });
+    expect(outcomes).toEqual(Array(10).fill("431 request_head_too_large"));
+    expect(AGENT_ERRORS.request_head_too_large).toBe(431);
+    // The agent still answers.
+    expect((await rawRequest(agent.url, { path: "/api/v0/info" })).status).not.toBe(431);
+  });
+
   it("JSON routes refuse any Content-Type but application/json with a coded 415; nothing starts", async () => {
     const agent = await startAgent();
     const chatId = newChat();

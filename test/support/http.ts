@@ -73,3 +73,25 @@ export function headerValues(res: RawResponse, name: string): string[] {
   }
   return out;
 }
+
+/**
+ * What `clients` requests at once with a request line of `bytes` (far over the 16 KiB head
+ * limit, and more than the socket buffers hold, so the server answers while they are still
+ * being written) each got: `STATUS code`, or the error's code when no answer could be read.
+ */
+export async function oversizedHeadOutcomes(
+  baseUrl: string,
+  o: { clients: number; bytes: number },
+): Promise<string[]> {
+  const path = `/api/v1/x?q=${"x".repeat(o.bytes)}`;
+  return Promise.all(
+    Array.from({ length: o.clients }, async () => {
+      try {
+        const r = await rawRequest(baseUrl, { path });
+        return `${r.status} ${String(r.json().code)}`;
+      } catch (err) {
+        return String((err as NodeJS.ErrnoException).code);
+      }
+    }),
+  );
+}
