@@ -35,11 +35,14 @@ export interface ContextView {
   organization_bytes: number;
 }
 
+/** A chat's kept snapshot and when it was taken. */
+export interface KeptSnapshot {
+  snapshot: ContextSnapshot;
+  capturedAt: Date;
+}
+
 /** The chat's kept snapshot, or undefined before the first capture. */
-export async function loadSnapshot(
-  q: Queryable,
-  chatId: string,
-): Promise<{ snapshot: ContextSnapshot; capturedAt: Date } | undefined> {
+export async function loadSnapshot(q: Queryable, chatId: string): Promise<KeptSnapshot | undefined> {
   const r = await q.query<{ snapshot: ContextSnapshot; captured_at: Date }>(
     "SELECT snapshot, captured_at FROM chat_contexts WHERE chat_id = $1",
     [chatId],
@@ -48,7 +51,7 @@ export async function loadSnapshot(
   return row ? { snapshot: row.snapshot, capturedAt: row.captured_at } : undefined;
 }
 
-export function contextView(kept: { snapshot: ContextSnapshot; capturedAt: Date }): ContextView {
+export function contextView(kept: KeptSnapshot): ContextView {
   return {
     files: kept.snapshot.files.map((f) => ({
       path: f.path,

@@ -15,6 +15,7 @@ export {
   setOrganizationInstructions,
   type ContextSnapshot,
   type ContextView,
+  type KeptSnapshot,
 } from "./context.ts";
 export {
   COMPACTION_OFF_PERCENT,

@@ -26,21 +26,28 @@ export interface ChatChange {
   runner_id: string | null;
 }
 
-export async function notifyChange(tx: Queryable, chatId: string): Promise<void> {
-  const r = await tx.query<{
-    snapshot_version: string;
-    history_version: string;
-    status: Chat["status"];
-    runner_id: string | null;
-  }>("SELECT snapshot_version, history_version, status, runner_id FROM chats WHERE id = $1", [
-    chatId,
-  ]);
-  const c = r.rows[0]!;
-  const change: ChatChange = { chat_id: chatId, ...c };
-  await tx.query("SELECT pg_notify($1, $2)", [CHAT_CHANNEL, JSON.stringify(change)]);
+/**
+ * The change notification's payload, built by the database from the row as `alias` (a table or
+ * CTE holding the chat's new row): the same text whatever the statement that sends it.
+ */
+export function changePayloadSql(alias: string): string {
+  return `json_build_object('chat_id', ${alias}.id, 'snapshot_version', ${alias}.snapshot_version::text,
+    'history_version', ${alias}.history_version::text, 'status', ${alias}.status,
+    'runner_id', ${alias}.runner_id)::text`;
 }
 
-/** A transition's view: the locked chat and the snapshot version it now writes at. */
+/** Sends the chat's change notification (delivered when the transaction commits). */
+export async function notifyChange(tx: Queryable, chatId: string): Promise<void> {
+  await tx.query(`SELECT pg_notify($1, ${changePayloadSql("chats")}) FROM chats WHERE id = $2`, [
+    CHAT_CHANNEL,
+    chatId,
+  ]);
+}
+
+/**
+ * A transition's view: the locked chat (as of the bump: `chat.snapshotVersion` is `version`)
+ * and the snapshot version it now writes at.
+ */
 export interface Locked {
   tx: Queryable;
   chat: Chat;
@@ -53,14 +60,15 @@ export async function transition<T>(
   fn: (l: Locked) => Promise<T>,
 ): Promise<T> {
   return db.transaction(async (tx) => {
-    const found = await tx.query("SELECT * FROM chats WHERE id = $1 FOR UPDATE", [chatId]);
-    if (found.rows.length === 0) throw new ChatNotFoundError(chatId);
-    const bumped = await tx.query<{ snapshot_version: string }>(
-      "UPDATE chats SET snapshot_version = snapshot_version + 1, updated_at = now() WHERE id = $1 RETURNING snapshot_version",
+    // The bump locks the row (as FOR UPDATE would, against every other transition and the
+    // runner's FOR SHARE read) and answers it, in one round trip.
+    const bumped = await tx.query(
+      "UPDATE chats SET snapshot_version = snapshot_version + 1, updated_at = now() WHERE id = $1 RETURNING *",
       [chatId],
     );
-    const version = bumped.rows[0]!.snapshot_version;
-    const result = await fn({ tx, chat: rowToChat(found.rows[0]!), version });
+    if (bumped.rows.length === 0) throw new ChatNotFoundError(chatId);
+    const chat = rowToChat(bumped.rows[0]!);
+    const result = await fn({ tx, chat, version: chat.snapshotVersion });
     await notifyChange(tx, chatId);
     return result;
   });

@@ -14,6 +14,8 @@ import {
   transition,
   type Locked,
 } from "./core.ts";
+import { fencedWrite, type FencedChange, type Written } from "./fenced.ts";
+import type { HeldChat } from "./held.ts";
 import { storableJson, storableText } from "./storable.ts";
 
 export interface Acquired {
@@ -85,18 +87,46 @@ export async function heartbeat(
   return new Set(r.rows.map((x) => x.chat_id));
 }
 
-/** A task's locked read: the chat, checked against the fence, and its history since the boundary. */
+/**
+ * A task's read: the chat, checked against the fence, and its history since the boundary —
+ * what `held` has of them when it has them (no round trip), else read under a share lock.
+ */
 export async function readForTask(
   db: Database,
   fence: Fence,
+  held?: HeldChat,
 ): Promise<{ chat: Chat; history: ChatMessage[] }> {
-  return db.transaction(async (tx) => {
+  const kept = held?.forTask(fence);
+  if (kept) {
+    checkFence(kept.chat, fence);
+    return kept;
+  }
+  const read = await db.transaction(async (tx) => {
     const r = await tx.query("SELECT * FROM chats WHERE id = $1 FOR SHARE", [fence.chatId]);
     if (!r.rows[0]) throw new ChatNotFoundError(fence.chatId);
     const chat = rowToChat(r.rows[0]);
     checkFence(chat, fence);
     return { chat, history: await loadModelHistory(tx, fence.chatId) };
   });
+  held?.read(read.chat, read.history);
+  return read;
+}
+
+/** A fenced write, and what it wrote kept in `held`. */
+async function write(
+  db: Database,
+  fence: Fence,
+  change: FencedChange,
+  held: HeldChat | undefined,
+): Promise<Written> {
+  try {
+    const w = await fencedWrite(db, fence, change);
+    held?.wrote(w);
+    return w;
+  } catch (err) {
+    held?.drop(); // the chat is not what was held: the next task reads it
+    throw err;
+  }
 }
 
 /** Commits a generation step (an assistant message, or a batch's results); history moves. */
@@ -104,11 +134,9 @@ export async function commitStep(
   db: Database,
   fence: Fence,
   messages: NewMessage[],
+  held?: HeldChat,
 ): Promise<ChatMessage[]> {
-  return transition(db, fence.chatId, async (l) => {
-    checkFence(l.chat, fence);
-    return insertMessages(l, messages);
-  });
+  return (await write(db, fence, { messages }, held)).messages;
 }
 
 /**
@@ -121,13 +149,15 @@ export async function commitCompaction(
   db: Database,
   fence: Fence,
   boundary: NewMessage,
+  held?: HeldChat,
 ): Promise<ChatMessage> {
-  return transition(db, fence.chatId, async (l) => {
-    checkFence(l.chat, fence);
-    const [m] = await insertMessages(l, [{ ...boundary, boundary: true }]);
-    await l.tx.query("UPDATE chats SET compact_requested = false WHERE id = $1", [l.chat.id]);
-    return m!;
-  });
+  const w = await write(
+    db,
+    fence,
+    { messages: [{ ...boundary, boundary: true }], set: "compact_requested = false" },
+    held,
+  );
+  return w.messages[0]!;
 }
 
 /**
@@ -138,26 +168,32 @@ export async function keepContextSnapshot(
   db: Database,
   fence: Fence,
   snapshot: unknown,
+  held?: HeldChat,
 ): Promise<void> {
-  await transition(db, fence.chatId, async (l) => {
-    checkFence(l.chat, fence);
-    await l.tx.query(
-      "INSERT INTO chat_contexts (chat_id, snapshot) VALUES ($1, $2) ON CONFLICT (chat_id) DO NOTHING",
-      [fence.chatId, JSON.stringify(snapshot)],
-    );
-  });
+  await write(
+    db,
+    fence,
+    {
+      ctes: [
+        `k AS (INSERT INTO chat_contexts (chat_id, snapshot) SELECT c.id, $9::jsonb FROM c
+               ON CONFLICT (chat_id) DO NOTHING)`,
+      ],
+      params: [JSON.stringify(snapshot)],
+    },
+    held,
+  );
+  // Which snapshot won (this one, or one kept before) the next read says.
+  if (held) held.snapshot = undefined;
 }
 
 /** Counts a generation attempt for the current history (the stream buffer's episode key). */
-export async function recordGenerationAttempt(db: Database, fence: Fence): Promise<number> {
-  return transition(db, fence.chatId, async (l) => {
-    checkFence(l.chat, fence);
-    const r = await l.tx.query<{ generation_attempt: number }>(
-      "UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = $1 RETURNING generation_attempt",
-      [fence.chatId],
-    );
-    return r.rows[0]!.generation_attempt;
-  });
+export async function recordGenerationAttempt(
+  db: Database,
+  fence: Fence,
+  held?: HeldChat,
+): Promise<number> {
+  const w = await write(db, fence, { set: "generation_attempt = generation_attempt + 1" }, held);
+  return w.chat.generationAttempt;
 }
 
 /**
@@ -168,18 +204,20 @@ export async function recordRetryState(
   db: Database,
   fence: Fence,
   state: { attempt: number; lastError: string; delayMs: number },
+  held?: HeldChat,
 ): Promise<void> {
-  await transition(db, fence.chatId, async (l) => {
-    checkFence(l.chat, fence);
-    await l.tx.query(
-      `UPDATE chats SET retry_state = jsonb_build_object(
-         'status', status, 'history_version', history_version::text, 'attempt', $2::int,
-         'last_error', $3::text,
-         'next_attempt_at', to_jsonb(now() + make_interval(secs => $4::float8 / 1000)))
-       WHERE id = $1`,
-      [fence.chatId, state.attempt, storableText(state.lastError), Math.max(0, state.delayMs)],
-    );
-  });
+  await write(
+    db,
+    fence,
+    {
+      set: `retry_state = jsonb_build_object(
+         'status', status, 'history_version', history_version::text, 'attempt', $9::int,
+         'last_error', $10::text,
+         'next_attempt_at', to_jsonb(now() + make_interval(secs => $11::float8 / 1000)))`,
+      params: [state.attempt, storableText(state.lastError), Math.max(0, state.delayMs)],
+    },
+    held,
+  );
 }
 
 const RELEASE = "worker_id = NULL, runner_id = NULL, retry_state = NULL";

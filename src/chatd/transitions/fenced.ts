@@ -1,0 +1,132 @@
+// A worker's fenced transition as one statement (CHATD.md 3): the UPDATE that bumps
+// snapshot_version locks the chat row and checks the fence in its WHERE; the messages go in
+// from the locked row (so their IDs still increase within the chat); more writes ride along as
+// CTEs; the change notification is sent from the new row. A statement is its own transaction:
+// atomic, one round trip, delivered notification only if it commits, and nothing written when
+// the fence fails. transition() (core.ts) stays for the transitions that decide in TypeScript
+// under the lock (finishing a turn, an interruption, the API's).
+
+import { ChatNotFoundError, checkFence, FenceError, rowToChat, type Chat, type Fence } from "../chats.ts";
+import type { Queryable } from "../db/index.ts";
+import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
+import { CHAT_CHANNEL, changePayloadSql, loadChat } from "./core.ts";
+import { storableParts } from "./storable.ts";
+
+export interface FencedChange {
+  /** Messages to insert: history moves (history_version, generation_attempt 0, no retry state). */
+  messages?: NewMessage[];
+  /** More of the chat row to set (SQL of `chats`' columns; parameters `$9` on, from `params`). */
+  set?: string;
+  /** More statements, as CTEs that may read `c` (the chat's new row): `name AS (...)`. */
+  ctes?: string[];
+  params?: readonly unknown[];
+}
+
+export interface Written {
+  /** The chat's row as the statement left it. */
+  chat: Chat;
+  /** The messages inserted, in order. */
+  messages: ChatMessage[];
+}
+
+/** The columns a message sets; each record's keys (messageRecord) are these. */
+const COLUMNS = [
+  "role",
+  "visibility",
+  "content",
+  "created_by",
+  "input_tokens",
+  "output_tokens",
+  "runtime_ms",
+  "cost_micros",
+  "revision",
+  "prompt_tokens",
+  "context_limit",
+  "boundary",
+];
+
+function messageRecord(m: NewMessage): Record<string, unknown> {
+  return {
+    role: m.role,
+    visibility: m.visibility,
+    // Text the database cannot store is replaced here, as insertMessages does.
+    content: storableParts(m.content),
+    created_by: m.createdBy ?? null,
+    input_tokens: m.inputTokens ?? 0,
+    output_tokens: m.outputTokens ?? 0,
+    runtime_ms: Math.round(m.runtimeMs ?? 0),
+    cost_micros: m.costMicros ?? 0,
+    revision: m.revision ?? 0,
+    prompt_tokens: m.promptTokens ?? null,
+    context_limit: m.contextLimit ?? null,
+    boundary: m.boundary ?? false,
+  };
+}
+
+/** Writes `change` if the chat still matches `fence`; throws FenceError (or not found) if not. */
+export async function fencedWrite(
+  q: Queryable,
+  fence: Fence,
+  change: FencedChange = {},
+): Promise<Written> {
+  const messages = change.messages ?? [];
+  const records = messages.map(messageRecord);
+  const sets = [
+    "snapshot_version = snapshot_version + 1",
+    "updated_at = now()",
+    ...(messages.length > 0
+      ? ["history_version = snapshot_version + 1", "generation_attempt = 0", "retry_state = NULL"]
+      : []),
+    ...(change.set ? [change.set] : []),
+  ];
+  const ctes = [
+    `c AS (UPDATE chats SET ${sets.join(", ")}
+       WHERE id = $1 AND worker_id::text = $2 AND runner_id::text = $3 AND status = $4
+         AND history_version = $5
+         AND ($6::int IS NULL OR generation_attempt = $6::int)
+       RETURNING *)`,
+    // Each record typed as a chat_messages row, inserted in the records' order.
+    `m AS (INSERT INTO chat_messages (chat_id, ${COLUMNS.join(", ")})
+       SELECT c.id, ${COLUMNS.map((k) => `r.${k}`).join(", ")} FROM c
+         CROSS JOIN jsonb_array_elements($8::jsonb) WITH ORDINALITY AS e(v, n)
+         CROSS JOIN LATERAL jsonb_populate_record(NULL::chat_messages, e.v) AS r
+       ORDER BY e.n
+       RETURNING id, created_at)`,
+    `n AS (SELECT pg_notify($7, ${changePayloadSql("c")}) FROM c)`,
+    ...(change.ctes ?? []),
+  ];
+  const r = await q.query(
+    `WITH ${ctes.join(",\n")}
+     SELECT c.*, (SELECT count(*) FROM n) AS notified,
+       (SELECT array_agg(id::text ORDER BY id) FROM m) AS message_ids,
+       (SELECT array_agg(created_at ORDER BY id) FROM m) AS message_times
+     FROM c`,
+    [
+      fence.chatId,
+      fence.workerId,
+      fence.runnerId,
+      fence.status,
+      fence.historyVersion,
+      fence.generationAttempt ?? null,
+      CHAT_CHANNEL,
+      JSON.stringify(records),
+      ...(change.params ?? []),
+    ],
+  );
+  const row = r.rows[0];
+  if (!row) {
+    // Nothing written: say why, as a transition's checkFence under the lock would have.
+    const chat = await loadChat(q, fence.chatId);
+    if (!chat) throw new ChatNotFoundError(fence.chatId);
+    checkFence(chat, fence);
+    throw new FenceError(`Stale task for chat ${fence.chatId}: the chat changed.`);
+  }
+  const ids = (row.message_ids as string[] | null) ?? [];
+  const times = (row.message_times as Date[] | null) ?? [];
+  return {
+    chat: rowToChat(row),
+    messages: records.map((m, i) =>
+      rowToMessage({ ...m, id: ids[i], chat_id: fence.chatId, created_at: times[i] }),
+    ),
+  };
+}

@@ -1,0 +1,95 @@
+// What a runner holds of its chat between tasks: the chat row, its history since the
+// compaction boundary and its context snapshot, as the database had them after the runner's
+// own last read or fenced write. A task starts from it without reading (docs/performance.md).
+// It is safe because every write of a task is fenced in the database: a held view that went
+// stale through a change whose notification was lost fails the next write's fence, and the
+// runner reads again. It is dropped on any change the runner did not write itself (a
+// notification, or a write that shows a version in between), and the chat row is re-read
+// once it is `maxAgeMs` old, so even a lost notification goes unseen for that long at most.
+
+import type { Clock } from "../../contract/index.ts";
+import type { Chat, Fence } from "../chats.ts";
+import type { ChatMessage } from "../messages.ts";
+import type { KeptSnapshot } from "../prompt/context.ts";
+import type { ChatChange } from "./core.ts";
+import type { Written } from "./fenced.ts";
+
+/** How long a held chat row is used before it is read again. */
+export const HELD_CHAT_MS = 2_000;
+
+export class HeldChat {
+  #chat: Chat | undefined;
+  #history: ChatMessage[] | undefined;
+  /** The kept context snapshot: null when the chat has none yet, undefined when not read. */
+  #snapshot: KeptSnapshot | null | undefined;
+  #readAt = 0;
+  /** The highest snapshot version a notification announced. */
+  #announced = 0n;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxAgeMs = HELD_CHAT_MS,
+  ) {}
+
+  /** The held chat row if it is recent and nothing newer was announced. */
+  get chat(): Chat | undefined {
+    const c = this.#chat;
+    if (!c || this.clock.now() - this.#readAt > this.maxAgeMs) return undefined;
+    if (this.#announced > BigInt(c.snapshotVersion)) return undefined;
+    return c;
+  }
+
+  /** The chat and history a task fenced at `fence` starts from, if held. */
+  forTask(fence: Fence): { chat: Chat; history: ChatMessage[] } | undefined {
+    const chat = this.chat;
+    if (!chat || !this.#history || chat.historyVersion !== fence.historyVersion) return undefined;
+    return { chat, history: this.#history };
+  }
+
+  get snapshot(): KeptSnapshot | null | undefined {
+    return this.chat ? this.#snapshot : undefined;
+  }
+
+  set snapshot(kept: KeptSnapshot | null | undefined) {
+    this.#snapshot = kept;
+  }
+
+  /** The chat row as just read (its history too, when read with it). */
+  read(chat: Chat, history?: ChatMessage[]): void {
+    // What is held stays only if the chat did not change since (its versions say so).
+    if (this.#chat?.snapshotVersion !== chat.snapshotVersion) this.#snapshot = undefined;
+    if (history) this.#history = history;
+    else if (this.#chat?.historyVersion !== chat.historyVersion) this.#history = undefined;
+    this.#chat = chat;
+    this.#readAt = this.clock.now();
+  }
+
+  /** After this runner's own fenced write. */
+  wrote(w: Written): void {
+    const before = this.#chat;
+    if (!before || BigInt(w.chat.snapshotVersion) !== BigInt(before.snapshotVersion) + 1n) {
+      // Another transition came in between: what else it changed is not known here.
+      this.drop();
+      return;
+    }
+    this.#chat = w.chat;
+    this.#readAt = this.clock.now();
+    if (this.#history && w.messages.length > 0) {
+      const from = w.messages.findLastIndex((m) => m.boundary);
+      this.#history =
+        from >= 0 ? w.messages.slice(from) : [...this.#history, ...w.messages];
+    }
+  }
+
+  /** A change notification: one this runner did not write drops what is held. */
+  changed(change: ChatChange): void {
+    const v = BigInt(change.snapshot_version);
+    if (v > this.#announced) this.#announced = v;
+  }
+
+  drop(): void {
+    this.#chat = undefined;
+    this.#history = undefined;
+    this.#snapshot = undefined;
+  }
+}
