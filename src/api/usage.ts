@@ -1,5 +1,6 @@
-// Usage (CHATD.md 9): model runtime from assistant messages, tool runtime and billed calls from
-// the tool-batch-usage records, tokens and cost from every message — per chat, and as a report
+// Usage (CHATD.md 9): model runtime from assistant messages, compaction boundaries and
+// interrupted compactions' usage records, tool runtime and billed calls from the
+// tool-batch-usage records, tokens and cost from every message — per chat, and as a report
 // grouped by user, chat, hour or day (with template workspaces' running time). Deleted messages count too: discarding history by an edit does
 // not undo what was spent. Usage belongs to the chat's owner.
 
@@ -45,6 +46,10 @@ type GroupBy = keyof typeof GROUPS;
 
 /** The billing record of a tool batch: role tool, visibility model, a tool-batch-usage part. */
 const USAGE_RECORD = `m.role = 'tool' AND m.visibility = 'model' AND m.content @> '[{"type": "tool-batch-usage"}]'`;
+/** An interrupted compaction's model time: role system, visibility model, a compaction-usage part. */
+const COMPACTION_USAGE_RECORD = `m.role = 'system' AND m.visibility = 'model' AND m.content @> '[{"type": "compaction-usage"}]'`;
+/** Model time: model steps (assistant messages), compactions (boundaries) and interrupted ones. */
+const MODEL_TIME = `m.role = 'assistant' OR m.boundary OR (${COMPACTION_USAGE_RECORD})`;
 
 /**
  * One statement for every usage question: totals per group over the messages of the chats
@@ -52,7 +57,7 @@ const USAGE_RECORD = `m.role = 'tool' AND m.visibility = 'model' AND m.content @
  */
 function usageSql(group: GroupBy): string {
   return `SELECT ${GROUPS[group].key} AS key, MAX(${GROUPS[group].label}) AS label,
-      COALESCE(SUM(m.runtime_ms) FILTER (WHERE m.role = 'assistant' OR m.boundary), 0) AS model_runtime_ms,
+      COALESCE(SUM(m.runtime_ms) FILTER (WHERE ${MODEL_TIME}), 0) AS model_runtime_ms,
       COALESCE(SUM(m.runtime_ms) FILTER (WHERE ${USAGE_RECORD}), 0) AS tool_runtime_ms,
       COALESCE(SUM(b.billed_calls), 0) AS billed_calls,
       COALESCE(SUM(m.input_tokens), 0) AS input_tokens,

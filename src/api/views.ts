@@ -7,7 +7,12 @@ import { withoutCredentials } from "./agent-url.ts";
 import { retryingOf, type QueuedMessage, type Retrying } from "../chatd/transitions/index.ts";
 import type { AuditAction } from "./audit.ts";
 import type { ContextView } from "../chatd/prompt/index.ts";
-import type { ChatMessage, MessagePart } from "../chatd/messages.ts";
+import {
+  isUsagePart,
+  type ChatMessage,
+  type MessagePart,
+  type UsagePart,
+} from "../chatd/messages.ts";
 import type { ProcessInfo, ProcessOutputResponse } from "../contract/index.ts";
 
 export interface User {
@@ -70,8 +75,10 @@ export function chatView(c: Chat): ChatView {
   return v;
 }
 
-/** The parts a person sees: everything but the billing record. */
-export type VisiblePart = Exclude<MessagePart, { type: "tool-batch-usage" }>;
+/** The parts a person sees: everything but the usage records' (CHATD.md 9). */
+export type VisiblePart = Exclude<MessagePart, UsagePart>;
+
+const visible = (p: MessagePart): p is VisiblePart => !isUsagePart(p);
 
 export interface MessageView {
   id: string;
@@ -87,7 +94,7 @@ export function messageView(m: ChatMessage): MessageView {
   const v: MessageView = {
     id: m.id,
     role: m.role,
-    parts: m.content.filter((p): p is VisiblePart => p.type !== "tool-batch-usage"),
+    parts: m.content.filter(visible),
     created_at: m.createdAt.toISOString(),
   };
   if (m.runtimeMs > 0) v.runtime_ms = m.runtimeMs;
@@ -261,7 +268,7 @@ export interface QueuedView {
 export function queuedView(m: QueuedMessage): QueuedView {
   return {
     id: m.id,
-    parts: m.content.filter((p): p is VisiblePart => p.type !== "tool-batch-usage"),
+    parts: m.content.filter(visible),
     created_by: m.createdBy,
     created_at: m.createdAt.toISOString(),
     edit_of: m.editOf,

@@ -3,9 +3,9 @@
 
 import { streamText } from "ai";
 import { costMicros } from "./billing.ts";
-import type { Chat, Fence } from "./chats.ts";
+import { FenceError, type Chat, type Fence } from "./chats.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
-import { turnComplete, type ChatMessage } from "./messages.ts";
+import { turnComplete, type ChatMessage, type CompactionPart } from "./messages.ts";
 import {
   captureSnapshot,
   CONTEXT_CAPTURE_TIMEOUT_MS,
@@ -15,6 +15,7 @@ import {
   type ContextBudget,
   type ContextSnapshot,
 } from "./prompt/index.ts";
+import { AttemptTimeoutError } from "./worker/retry.ts";
 import {
   commitCompaction,
   keepContextSnapshot,
@@ -66,7 +67,8 @@ export async function chatSnapshot(
 /**
  * The compaction action: one model call with no tools writes the summary of the conversation
  * since the boundary, committed as the new boundary (fenced like a model step, so a retried or
- * interrupted one commits at most one). Its model time and tokens are billed on the boundary.
+ * interrupted one commits at most one). Its model time and tokens are billed on the boundary;
+ * an interrupted one's model time so far on a usage record of the interrupt (interrupt.ts).
  */
 export async function compact(
   deps: GenerationDeps,
@@ -74,7 +76,7 @@ export async function compact(
   history: ChatMessage[],
   resolved: ResolvedModel,
   budget: ContextBudget,
-  reason: "threshold" | "requested" | "context_too_long",
+  reason: CompactionPart["reason"],
   signal: AbortSignal,
 ): Promise<void> {
   const attempt = await recordGenerationAttempt(deps.db, fence);
@@ -83,7 +85,50 @@ export async function compact(
   const lastStep = sinceBoundary(history)
     .filter((m) => m.role === "assistant" && m.promptTokens !== null)
     .at(-1);
+  // Its own episode in the stream buffer, with no live parts (the summary is no message until
+  // it is committed): an interrupt bills its model window from here (CHATD.md 9).
+  deps.buffer.beginCompaction(fence.chatId, fence.historyVersion, attempt);
   const opened = deps.clock.now();
+  deps.buffer.modelStarted(fence.chatId, opened);
+  try {
+    const { summary, usage } = await summarize(resolved, request, signal);
+    await commitCompaction(deps.db, attemptFence, {
+      role: "system",
+      visibility: "both",
+      content: [
+        {
+          type: "compaction",
+          summary: summary.trim() || "(The model wrote an empty summary.)",
+          messages_compacted: request.compacted,
+          prompt_tokens_before: lastStep?.promptTokens ?? null,
+          reason,
+          turn_complete: turnComplete(history),
+        },
+      ],
+      runtimeMs: deps.clock.now() - opened,
+      ...usage,
+      costMicros: costMicros(usage, resolved.prices),
+    });
+  } catch (err) {
+    // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
+    // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).
+    const stopped = signal.aborted && !(signal.reason instanceof AttemptTimeoutError);
+    if (!stopped && !(err instanceof FenceError)) deps.buffer.end(fence.chatId);
+    throw err;
+  }
+  deps.buffer.end(fence.chatId);
+  deps.log.info(
+    { chat_id: fence.chatId, reason, messages_compacted: request.compacted },
+    "chat compacted",
+  );
+}
+
+/** The compaction's model call, read to its end: the summary and the tokens it took. */
+async function summarize(
+  resolved: ResolvedModel,
+  request: ReturnType<typeof compactionRequest>,
+  signal: AbortSignal,
+): Promise<{ summary: string; usage: { inputTokens: number; outputTokens: number } }> {
   const result = streamText({
     model: resolved.model,
     system: request.system,
@@ -104,27 +149,7 @@ export async function compact(
     else if (p.type === "error")
       throw p.error instanceof Error ? p.error : new Error(String(p.error));
   }
+  // A stream cut off by our own abort ends with an `abort` part: it holds no summary.
   signal.throwIfAborted();
-  const runtimeMs = deps.clock.now() - opened;
-  await commitCompaction(deps.db, attemptFence, {
-    role: "system",
-    visibility: "both",
-    content: [
-      {
-        type: "compaction",
-        summary: summary.trim() || "(The model wrote an empty summary.)",
-        messages_compacted: request.compacted,
-        prompt_tokens_before: lastStep?.promptTokens ?? null,
-        reason,
-        turn_complete: turnComplete(history),
-      },
-    ],
-    runtimeMs,
-    ...usage,
-    costMicros: costMicros(usage, resolved.prices),
-  });
-  deps.log.info(
-    { chat_id: fence.chatId, reason, messages_compacted: request.compacted },
-    "chat compacted",
-  );
+  return { summary, usage };
 }

@@ -1,6 +1,7 @@
-// The interrupt task (CHATD.md 8): keep what the model streamed, cancel every unresolved call
-// that sent tool call headers (in parallel, each bounded, outside any transaction), and commit
-// the real outcomes, the interrupted batch's usage (CHATD.md 9) and the end of the turn at once.
+// The interrupt task (CHATD.md 8): keep what the model streamed (or bill an interrupted
+// compaction's model time), cancel every unresolved call that sent tool call headers (in
+// parallel, each bounded, outside any transaction), and commit the real outcomes, the
+// interrupted batch's usage (CHATD.md 9) and the end of the turn at once.
 
 import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts";
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
@@ -34,7 +35,11 @@ export async function interruptTask(
     episode.historyVersion === fence.historyVersion &&
     episode.attempt === chat.generationAttempt
   ) {
-    messages.push(...partialAssistant(deps, episode, interruptedAt));
+    messages.push(
+      ...(episode.compaction
+        ? compactionUsage(episode, interruptedAt)
+        : partialAssistant(deps, episode, interruptedAt)),
+    );
   }
 
   const open = unresolvedToolCalls(history);
@@ -87,6 +92,25 @@ function partialAssistant(
       deps.toolResultBudgetBytes,
       calls.map(() => undefined),
     ),
+  ];
+}
+
+/**
+ * An interrupted compaction's model window, from stream open to the interrupt instant, as a
+ * usage record (no boundary: its summary is dropped, the next turn decides again). Its tokens
+ * are not known: a provider reports them when the stream ends. No record for 0 ms.
+ */
+function compactionUsage(episode: EpisodeView, interruptedAt: number): NewMessage[] {
+  if (episode.modelStartedAt === undefined) return [];
+  const billedMs = Math.max(0, Math.round(interruptedAt - episode.modelStartedAt));
+  if (billedMs === 0) return [];
+  return [
+    {
+      role: "system",
+      visibility: "model",
+      content: [{ type: "compaction-usage", billed_ms: billedMs }],
+      runtimeMs: billedMs,
+    },
   ];
 }
 

@@ -1,6 +1,7 @@
 // Chat messages as chatd stores them (CHATD.md 2): a list of parts per message. A tool call
-// is committed in an assistant message; its result is a tool message; a completed batch
-// adds one usage record that never reaches the API's list or the model.
+// is committed in an assistant message; its result is a tool message; a completed batch (and
+// an interrupted compaction) adds one usage record that never reaches the API's list or the
+// model.
 
 export type MessageRole = "system" | "user" | "assistant" | "tool";
 export type Visibility = "user" | "model" | "both";
@@ -17,7 +18,30 @@ export type MessagePart =
       is_error: boolean;
     }
   | { type: "tool-batch-usage"; billed_ms: number; billed_calls: number }
+  /** The model time of a compaction interrupted before its boundary (docs/prompt.md). */
+  | { type: "compaction-usage"; billed_ms: number }
   | CompactionPart;
+
+/** The parts of usage records: billing only, never shown to people or sent to the model. */
+export type UsagePart = Extract<MessagePart, { type: "tool-batch-usage" | "compaction-usage" }>;
+
+export function isUsagePart(p: MessagePart): p is UsagePart {
+  return p.type === "tool-batch-usage" || p.type === "compaction-usage";
+}
+
+/**
+ * A usage record (CHATD.md 9): a tool batch's (role tool) or an interrupted compaction's (role
+ * system, no boundary), holding usage parts only.
+ */
+export function isUsageRecord(m: Pick<ChatMessage, "role" | "content" | "boundary">): boolean {
+  if (m.role === "tool") return m.content.every((p) => p.type === "tool-batch-usage");
+  return (
+    m.role === "system" &&
+    !m.boundary &&
+    m.content.length > 0 &&
+    m.content.every((p) => p.type === "compaction-usage")
+  );
+}
 
 /**
  * A compaction's summary of the conversation before it (a boundary message's one part): the
@@ -176,7 +200,7 @@ export function rowToMessage(r: Record<string, unknown>): ChatMessage {
 export function turnComplete(history: ChatMessage[]): boolean {
   for (let i = history.length - 1; i >= 0; i--) {
     const m = history[i]!;
-    if (m.role === "tool" && m.content.every((p) => p.type === "tool-batch-usage")) continue;
+    if (isUsageRecord(m)) continue;
     if (m.boundary) return m.content.some((p) => p.type === "compaction" && p.turn_complete);
     return m.role === "assistant" && !m.content.some((p) => p.type === "tool-call");
   }

@@ -31,6 +31,8 @@ export interface EpisodeView {
   attempt: number;
   parts: PartEvent[];
   modelStartedAt?: number;
+  /** A compaction's episode: no live parts, its model time billed on a usage record. */
+  compaction?: true;
 }
 
 /** One call of the batch in progress on this replica: its execution stamps (clock ms). */
@@ -47,6 +49,7 @@ interface Episode {
   parts: PartEvent[];
   /** Model invocation start (clock ms), for interrupt billing. */
   modelStartedAt?: number;
+  compaction?: true;
 }
 
 export class StreamBuffer {
@@ -57,6 +60,14 @@ export class StreamBuffer {
   /** Starts a new episode for the chat, dropping the previous one's parts. */
   begin(chatId: string, historyVersion: string, attempt: number): void {
     this.#episodes.set(chatId, { historyVersion, attempt, parts: [] });
+  }
+
+  /**
+   * Starts a compaction's episode: watchers get no parts (its summary is no message until it
+   * is committed), but an interrupt reads its model start to bill it (CHATD.md 9).
+   */
+  beginCompaction(chatId: string, historyVersion: string, attempt: number): void {
+    this.#episodes.set(chatId, { historyVersion, attempt, parts: [], compaction: true });
   }
 
   append(chatId: string, part: LivePart): void {
@@ -93,6 +104,7 @@ export class StreamBuffer {
       parts: [...ep.parts],
     };
     if (ep.modelStartedAt !== undefined) view.modelStartedAt = ep.modelStartedAt;
+    if (ep.compaction) view.compaction = true;
     return view;
   }
 

@@ -192,13 +192,14 @@ export interface AgentProcess {
 
 /**
  * `bin/tether agent --server <server> --dir <dir>` with the token in TETHER_AGENT_TOKEN and
- * test-sized reconnect pauses; `cleanup` gets its stop.
+ * test-sized reconnect pauses (`env` added to the test's environment: a HOME of its own, say);
+ * `cleanup` gets its stop.
  */
 export function startAgentProcess(
-  o: { server: string; dir: string; token?: string; args?: string[] },
+  o: { server: string; dir: string; token?: string; args?: string[]; env?: NodeJS.ProcessEnv },
   cleanup: (fn: () => Promise<unknown>) => void,
 ): AgentProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...o.env };
   delete env.TETHER_AGENT_TOKEN;
   if (o.token !== undefined) env.TETHER_AGENT_TOKEN = o.token;
   const proc = spawn(

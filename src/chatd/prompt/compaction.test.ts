@@ -1,6 +1,6 @@
 import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, MessagePart } from "../messages.ts";
+import { turnComplete, type ChatMessage, type MessagePart } from "../messages.ts";
 import {
   compactionDue,
   compactionRequest,
@@ -80,6 +80,27 @@ describe("compaction rules", () => {
     expect(req.compacted).toBe(1);
     expect(JSON.stringify(req.messages)).toContain("SUMMARY");
     expect(JSON.stringify(req.messages)).not.toContain("old question");
+  });
+
+  it("usage records are no part of the conversation: not in the prompt, the summary request or the turn", () => {
+    const usage = [
+      msg("tool", [{ type: "tool-batch-usage", billed_ms: 5, billed_calls: 1 }], {
+        visibility: "model",
+      }),
+      msg("system", [{ type: "compaction-usage", billed_ms: 7 }], { visibility: "model" }),
+    ];
+    const history = [msg("user", text("question")), msg("assistant", text("answer")), ...usage];
+    expect(toModelMessages(history)).toEqual([
+      { role: "user", content: "question" },
+      { role: "assistant", content: [{ type: "text", text: "answer" }] },
+    ]);
+    expect(compactionRequest(history, 1_000).compacted).toBe(2);
+    expect(turnComplete(history)).toBe(true);
+    // Only the answer after an interrupted compaction completes the turn, not its record.
+    const calling = msg("assistant", [
+      { type: "tool-call", tool_call_id: "c", tool_name: "execute", args: {} },
+    ]);
+    expect(turnComplete([calling, usage[1]!])).toBe(false);
   });
 
   it("the tool result budget is a tenth of the context, between 2 KiB and the server's", () => {

@@ -5,7 +5,7 @@
 // fenced action like any other.
 
 import type { ModelMessage } from "ai";
-import type { ChatMessage, CompactionPart } from "../messages.ts";
+import { isUsageRecord, type ChatMessage, type CompactionPart } from "../messages.ts";
 import { sinceBoundary } from "./messages.ts";
 
 /** The context limit of a model that declares none and whose provider's limit is unknown. */
@@ -98,7 +98,8 @@ export function compactionRequest(
   const lines: string[] = [];
   let compacted = 0;
   for (const m of since) {
-    if (m.visibility === "user") continue;
+    // Usage records were never part of the conversation: they are not counted as compacted.
+    if (m.visibility === "user" || isUsageRecord(m)) continue;
     if (!m.boundary) compacted += 1;
     for (const p of m.content) {
       switch (p.type) {
@@ -119,6 +120,7 @@ export function compactionRequest(
           );
           break;
         case "tool-batch-usage":
+        case "compaction-usage":
           break;
         default: {
           const unreachable: never = p;

@@ -3,7 +3,7 @@
 // latest compaction boundary on (its summary first), without usage records (CHATD.md 9).
 
 import type { AssistantContent, ModelMessage, ToolContent } from "ai";
-import type { ChatMessage } from "../messages.ts";
+import { isUsageRecord, type ChatMessage } from "../messages.ts";
 
 /** How the summary of a compacted conversation opens, as the model reads it. */
 export const SUMMARY_LEAD =
@@ -18,7 +18,7 @@ export function sinceBoundary(history: ChatMessage[]): ChatMessage[] {
 export function toModelMessages(history: ChatMessage[]): ModelMessage[] {
   const out: ModelMessage[] = [];
   for (const m of sinceBoundary(history)) {
-    if (m.visibility === "user") continue;
+    if (m.visibility === "user" || isUsageRecord(m)) continue;
     if (m.boundary) {
       const summary = m.content.flatMap((p) => (p.type === "compaction" ? [p.summary] : []));
       out.push({ role: "user", content: `${SUMMARY_LEAD}\n\n${summary.join("\n")}` });
