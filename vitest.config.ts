@@ -59,6 +59,7 @@ const DB = [
   "src/api/templates.test.ts",
   "src/api/usage.test.ts",
   "src/workspaces/agent-tokens.test.ts",
+  "src/workspaces/readiness-access.test.ts",
   "test/chatd/cost.test.ts",
   "test/chatd/db-errors.test.ts",
   "test/chatd/transitions.test.ts",
