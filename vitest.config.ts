@@ -57,6 +57,7 @@ const DB = [
   "src/api/relay.test.ts",
   "src/api/stream.test.ts",
   "src/api/templates.test.ts",
+  "src/api/template-max-ttl.test.ts",
   "src/api/usage.test.ts",
   "src/workspaces/agent-tokens.test.ts",
   "src/workspaces/readiness-access.test.ts",
