@@ -15,6 +15,8 @@ import { results, settle, testWorker, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
 
 const { cleanup } = useLoops();
+/** A few seconds each, more for the file's first (it loads the SDK and the agent). */
+const TEST_TIMEOUT_MS = 40_000;
 
 const exists = (p: string) =>
   access(p).then(
@@ -94,165 +96,191 @@ describeDatabases("a workspace its chat's owner may no longer use", (db) => {
 
   const commands = (a: TestAgent) => a.allProcesses().map((p) => p.command);
 
-  it("unshared while a member's command runs: the member's next call is not run, nothing new runs there, the turn ends in error; the owner's own chat still runs", async () => {
-    const e = await env();
-    const long = longCommand();
-    e.fake.script(
-      {
+  it(
+    "unshared while a member's command runs: the member's next call is not run, nothing new runs there, the turn ends in error; the owner's own chat still runs",
+    async () => {
+      const e = await env();
+      const long = longCommand();
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: "a", name: "execute", args: { command: long.command, timeout: "30s" } },
+          ],
+        },
+        { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
+      );
+      const chatId = await newChat(e, e.api.memberToken, "build it");
+      await until(() => long.running(e.agent), 10_000);
+      await patchWorkspace(e.api, e.workspaceId, { shared: false });
+      expect(long.running(e.agent)).toBe(true); // unshared while it ran
+
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("error");
+      expect(chat.lastError).toEqual({
+        message:
+          "The chat's workspace is no longer shared with you, so the chat stopped before its next tool call.",
+        detail: "Start a new chat on a workspace of your own, or ask an admin to share it again.",
+      });
+      const [first, second] = results(history);
+      // The command that was running when it was unshared finishes with its real result.
+      expect(first).toMatchObject({ status: "completed", exit_code: 0 });
+      expect(second).toEqual({
+        status: "not_run",
+        reason: "workspace_unavailable",
+        note: expect.stringContaining("no longer available to the chat's owner") as unknown,
+      });
+      expect(await exists(path.join(e.agent.dir, "long.txt"))).toBe(true);
+      expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
+      expect(commands(e.agent).some((c) => c.includes("marker"))).toBe(false);
+      // The model was not asked again after the refusal.
+      expect(e.fake.requests).toHaveLength(2);
+
+      // The owner's own chat on the same workspace runs as before.
+      e.fake.script(
+        { toolCalls: [{ id: "c", name: "execute", args: { command: "echo mine > own.txt" } }] },
+        { text: "done" },
+      );
+      const own = await newChat(e, e.api.adminToken, "mine");
+      const mine = await settle(db(), own);
+      expect(mine.chat.status).toBe("waiting");
+      expect(results(mine.history)).toEqual([expect.objectContaining({ status: "completed" })]);
+      expect(await exists(path.join(e.agent.dir, "own.txt"))).toBe(true);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "repointed (which unshares it) with a message queued: the queued turn sends nothing to either agent",
+    async () => {
+      const e = await env();
+      const other = await startTestAgent();
+      cleanup.push(() => other.close());
+      const long = longCommand();
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: "a", name: "execute", args: { command: long.command, timeout: "30s" } },
+          ],
+        },
+        { text: "first turn done" },
+        {
+          toolCalls: [
+            { id: "b", name: "execute", args: { command: "touch queued.txt" } },
+            { id: "c", name: "write_file", args: { path: "written.txt", content: "x" } },
+          ],
+        },
+      );
+      const chatId = await newChat(e, e.api.memberToken, "first");
+      await until(() => long.running(e.agent), 10_000);
+      const queued = await e.api.request("POST", `/api/v1/chats/${chatId}/messages`, {
+        token: e.api.memberToken,
+        body: { text: "then this" },
+      });
+      expect(queued.body).toMatchObject({ queued: true });
+      await patchWorkspace(e.api, e.workspaceId, { agent_url: other.url });
+
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("error");
+      expect(chat.lastError?.message).toContain("no longer shared with you");
+      expect(results(history)).toEqual([
+        expect.objectContaining({ status: "completed" }),
+        expect.objectContaining({ status: "not_run", reason: "workspace_unavailable" }),
+        expect.objectContaining({ status: "not_applied", reason: "workspace_unavailable" }),
+      ]);
+      for (const a of [e.agent, other]) {
+        expect(await exists(path.join(a.dir, "queued.txt"))).toBe(false);
+        expect(await exists(path.join(a.dir, "written.txt"))).toBe(false);
+      }
+      expect(commands(other)).toEqual([]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "a disabled owner's chat sends no more tool calls",
+    async () => {
+      const e = await env();
+      const long = longCommand();
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: "a", name: "execute", args: { command: long.command, timeout: "30s" } },
+          ],
+        },
+        { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
+      );
+      const chatId = await newChat(e, e.api.memberToken, "go");
+      await until(() => long.running(e.agent), 10_000);
+      const off = await e.api.request("PATCH", `/api/v1/users/${e.api.memberId}`, {
+        token: e.api.adminToken,
+        body: { disabled: true },
+      });
+      expect(off.status).toBe(200);
+
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("error");
+      expect(chat.lastError?.message).toContain("owner is disabled");
+      expect(results(history)[1]).toMatchObject({
+        status: "not_run",
+        reason: "workspace_unavailable",
+      });
+      expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "an interrupt after the unshare still reaches the agent and kills the running command",
+    async () => {
+      const e = await env();
+      const long = longCommand();
+      e.fake.script({
         toolCalls: [{ id: "a", name: "execute", args: { command: long.command, timeout: "30s" } }],
-      },
-      { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
-    );
-    const chatId = await newChat(e, e.api.memberToken, "build it");
-    await until(() => long.running(e.agent), 10_000);
-    await patchWorkspace(e.api, e.workspaceId, { shared: false });
-    expect(long.running(e.agent)).toBe(true); // unshared while it ran
+      });
+      const chatId = await newChat(e, e.api.memberToken, "go");
+      await until(() => long.running(e.agent), 10_000);
+      await patchWorkspace(e.api, e.workspaceId, { shared: false });
+      const stop = await e.api.request("POST", `/api/v1/chats/${chatId}/interrupt`, {
+        token: e.api.memberToken,
+      });
+      expect(stop.status).toBe(202);
 
-    const { chat, history } = await settle(db(), chatId);
-    expect(chat.status).toBe("error");
-    expect(chat.lastError).toEqual({
-      message:
-        "The chat's workspace is no longer shared with you, so the chat stopped before its next tool call.",
-      detail: "Start a new chat on a workspace of your own, or ask an admin to share it again.",
-    });
-    const [first, second] = results(history);
-    // The command that was running when it was unshared finishes with its real result.
-    expect(first).toMatchObject({ status: "completed", exit_code: 0 });
-    expect(second).toEqual({
-      status: "not_run",
-      reason: "workspace_unavailable",
-      note: expect.stringContaining("no longer available to the chat's owner") as unknown,
-    });
-    expect(await exists(path.join(e.agent.dir, "long.txt"))).toBe(true);
-    expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
-    expect(commands(e.agent).some((c) => c.includes("marker"))).toBe(false);
-    // The model was not asked again after the refusal.
-    expect(e.fake.requests).toHaveLength(2);
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("waiting");
+      expect(results(history)).toEqual([expect.objectContaining({ status: "canceled" })]);
+      expect(long.running(e.agent)).toBe(false);
+      expect(await exists(path.join(e.agent.dir, "long.txt"))).toBe(false);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-    // The owner's own chat on the same workspace runs as before.
-    e.fake.script(
-      { toolCalls: [{ id: "c", name: "execute", args: { command: "echo mine > own.txt" } }] },
-      { text: "done" },
-    );
-    const own = await newChat(e, e.api.adminToken, "mine");
-    const mine = await settle(db(), own);
-    expect(mine.chat.status).toBe("waiting");
-    expect(results(mine.history)).toEqual([expect.objectContaining({ status: "completed" })]);
-    expect(await exists(path.join(e.agent.dir, "own.txt"))).toBe(true);
-  });
+  it(
+    "unshared before the chat's first step: the workspace is not read for the prompt, and the call is not run",
+    async () => {
+      const e = await env({ startWorker: false });
+      await writeFile(path.join(e.agent.dir, "AGENTS.md"), "the admin's project rules\n");
+      e.fake.script({
+        toolCalls: [{ id: "a", name: "execute", args: { command: "touch marker.txt" } }],
+      });
+      const chatId = await newChat(e, e.api.memberToken, "go");
+      await patchWorkspace(e.api, e.workspaceId, { shared: false });
+      await e.startWorker();
 
-  it("repointed (which unshares it) with a message queued: the queued turn sends nothing to either agent", async () => {
-    const e = await env();
-    const other = await startTestAgent();
-    cleanup.push(() => other.close());
-    const long = longCommand();
-    e.fake.script(
-      {
-        toolCalls: [{ id: "a", name: "execute", args: { command: long.command, timeout: "30s" } }],
-      },
-      { text: "first turn done" },
-      {
-        toolCalls: [
-          { id: "b", name: "execute", args: { command: "touch queued.txt" } },
-          { id: "c", name: "write_file", args: { path: "written.txt", content: "x" } },
-        ],
-      },
-    );
-    const chatId = await newChat(e, e.api.memberToken, "first");
-    await until(() => long.running(e.agent), 10_000);
-    const queued = await e.api.request("POST", `/api/v1/chats/${chatId}/messages`, {
-      token: e.api.memberToken,
-      body: { text: "then this" },
-    });
-    expect(queued.body).toMatchObject({ queued: true });
-    await patchWorkspace(e.api, e.workspaceId, { agent_url: other.url });
-
-    const { chat, history } = await settle(db(), chatId);
-    expect(chat.status).toBe("error");
-    expect(chat.lastError?.message).toContain("no longer shared with you");
-    expect(results(history)).toEqual([
-      expect.objectContaining({ status: "completed" }),
-      expect.objectContaining({ status: "not_run", reason: "workspace_unavailable" }),
-      expect.objectContaining({ status: "not_applied", reason: "workspace_unavailable" }),
-    ]);
-    for (const a of [e.agent, other]) {
-      expect(await exists(path.join(a.dir, "queued.txt"))).toBe(false);
-      expect(await exists(path.join(a.dir, "written.txt"))).toBe(false);
-    }
-    expect(commands(other)).toEqual([]);
-  });
-
-  it("a disabled owner's chat sends no more tool calls", async () => {
-    const e = await env();
-    const long = longCommand();
-    e.fake.script(
-      {
-        toolCalls: [{ id: "a", name: "execute", args: { command: long.command, timeout: "30s" } }],
-      },
-      { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
-    );
-    const chatId = await newChat(e, e.api.memberToken, "go");
-    await until(() => long.running(e.agent), 10_000);
-    const off = await e.api.request("PATCH", `/api/v1/users/${e.api.memberId}`, {
-      token: e.api.adminToken,
-      body: { disabled: true },
-    });
-    expect(off.status).toBe(200);
-
-    const { chat, history } = await settle(db(), chatId);
-    expect(chat.status).toBe("error");
-    expect(chat.lastError?.message).toContain("owner is disabled");
-    expect(results(history)[1]).toMatchObject({
-      status: "not_run",
-      reason: "workspace_unavailable",
-    });
-    expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
-  });
-
-  it("an interrupt after the unshare still reaches the agent and kills the running command", async () => {
-    const e = await env();
-    const long = longCommand();
-    e.fake.script({
-      toolCalls: [{ id: "a", name: "execute", args: { command: long.command, timeout: "30s" } }],
-    });
-    const chatId = await newChat(e, e.api.memberToken, "go");
-    await until(() => long.running(e.agent), 10_000);
-    await patchWorkspace(e.api, e.workspaceId, { shared: false });
-    const stop = await e.api.request("POST", `/api/v1/chats/${chatId}/interrupt`, {
-      token: e.api.memberToken,
-    });
-    expect(stop.status).toBe(202);
-
-    const { chat, history } = await settle(db(), chatId);
-    expect(chat.status).toBe("waiting");
-    expect(results(history)).toEqual([expect.objectContaining({ status: "canceled" })]);
-    expect(long.running(e.agent)).toBe(false);
-    expect(await exists(path.join(e.agent.dir, "long.txt"))).toBe(false);
-  });
-
-  it("unshared before the chat's first step: the workspace is not read for the prompt, and the call is not run", async () => {
-    const e = await env({ startWorker: false });
-    await writeFile(path.join(e.agent.dir, "AGENTS.md"), "the admin's project rules\n");
-    e.fake.script({
-      toolCalls: [{ id: "a", name: "execute", args: { command: "touch marker.txt" } }],
-    });
-    const chatId = await newChat(e, e.api.memberToken, "go");
-    await patchWorkspace(e.api, e.workspaceId, { shared: false });
-    await e.startWorker();
-
-    const { chat, history } = await settle(db(), chatId);
-    expect(chat.status).toBe("error");
-    expect(results(history)).toEqual([
-      expect.objectContaining({ status: "not_run", reason: "workspace_unavailable" }),
-    ]);
-    expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
-    // No snapshot of the workspace was taken or kept, and the prompt says why.
-    const view = await e.api.request("GET", `/api/v1/chats/${chatId}`, {
-      token: e.api.memberToken,
-    });
-    expect(view.body.context).toBeNull();
-    const prompt = JSON.stringify(e.fake.requests[0]!.messages);
-    expect(prompt).not.toContain("the admin's project rules");
-    expect(prompt).toContain("no longer available to the chat's owner");
-  });
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("error");
+      expect(results(history)).toEqual([
+        expect.objectContaining({ status: "not_run", reason: "workspace_unavailable" }),
+      ]);
+      expect(await exists(path.join(e.agent.dir, "marker.txt"))).toBe(false);
+      // No snapshot of the workspace was taken or kept, and the prompt says why.
+      const view = await e.api.request("GET", `/api/v1/chats/${chatId}`, {
+        token: e.api.memberToken,
+      });
+      expect(view.body.context).toBeNull();
+      const prompt = JSON.stringify(e.fake.requests[0]!.messages);
+      expect(prompt).not.toContain("the admin's project rules");
+      expect(prompt).toContain("no longer available to the chat's owner");
+    },
+    TEST_TIMEOUT_MS,
+  );
 });
