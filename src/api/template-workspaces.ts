@@ -2,7 +2,8 @@
 // delete (a delete build; the workspace is gone once it succeeded), their builds and build
 // logs, and the fields their JSON adds — status, template_id, ttl_ms, deadline, agent,
 // latest_build. A stop or delete is refused while a chat runs on the workspace (interrupt it
-// first), and any build is refused while another is pending or running (one at a time).
+// first), and any build is refused while another is pending or running (one at a time). A
+// member's ttl_ms keeps within the template's max_ttl_ms (admins and owners are exempt).
 
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -18,6 +19,7 @@ import {
   type Build,
   type BuildTransition,
   type WorkspaceState,
+  withinMaxTtl,
 } from "../workspaces/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
@@ -184,6 +186,17 @@ async function queue(
   }
 }
 
+/** The 400 for a member's ttl_ms the template's max_ttl_ms does not allow. */
+function ttlAboveMax(ttlMs: number, maxTtlMs: number): ApiError {
+  return ApiError.coded(
+    "invalid_body",
+    ttlMs === 0
+      ? `This template's workspaces stop when idle: ttl_ms 0 (never stop) is not allowed; its max_ttl_ms is ${maxTtlMs}.`
+      : `ttl_ms ${ttlMs} is above this template's max_ttl_ms (${maxTtlMs}).`,
+    `ttl_ms: at most ${maxTtlMs}, and not 0; leave it out for the template's default_ttl_ms`,
+  );
+}
+
 /** `POST /api/v1/workspaces` with a template_id: the workspace and its first start. */
 export async function createTemplateWorkspace(
   ctx: ApiContext,
@@ -193,10 +206,15 @@ export async function createTemplateWorkspace(
   const { user } = caller(request);
   const body = parse(NewTemplateWorkspaceBody, request.body, "body");
   const row = await ctx.db.transaction(async (tx) => {
-    const t = await tx.query("SELECT id FROM templates WHERE id = $1 FOR SHARE", [
-      body.template_id,
-    ]);
+    const t = await tx.query<{ max_ttl_ms: string | number | null }>(
+      "SELECT max_ttl_ms FROM templates WHERE id = $1 FOR SHARE",
+      [body.template_id],
+    );
     if (!t.rows[0]) throw notFound("Template", body.template_id, "template_id");
+    // Without ttl_ms the template's default applies, which keeps within its cap.
+    const max = t.rows[0].max_ttl_ms === null ? null : Number(t.rows[0].max_ttl_ms);
+    if (body.ttl_ms !== undefined && !isStaff(user) && !withinMaxTtl(body.ttl_ms, max))
+      throw ttlAboveMax(body.ttl_ms, max!);
     const id = randomUUID();
     await tx.query(
       `INSERT INTO workspaces (id, owner_id, name, template_id, ttl_ms) VALUES ($1, $2, $3, $4, $5)`,

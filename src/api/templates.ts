@@ -1,4 +1,5 @@
-// Templates (admin): a Terraform folder by name, its versions and its workspaces' default TTL.
+// Templates (admin): a Terraform folder by name, its versions, its workspaces' default TTL and
+// the longest one a member may ask for (max_ttl_ms; admins and owners are not held to it).
 // Everyone signed in lists them (to make a workspace from one); only admins and owners see
 // their files, create, change or delete them. New files make a new version, which running
 // workspaces take at their next start; a template that workspaces use cannot be deleted.
@@ -14,6 +15,7 @@ import {
   templateFiles,
   TemplateInUseError,
   TemplateNameTakenError,
+  TemplateTtlError,
   updateTemplate,
   type Template,
 } from "../workspaces/index.ts";
@@ -38,12 +40,20 @@ const DefaultTtlMs = z
   .min(0)
   .max(30 * 86_400_000)
   .refine((n) => n === 0 || n >= 1_000, "must be 0 (never stop) or at least 1000");
+/** The cap on a member's workspace TTL: at least a second, at most 30 days; null: none. */
+const MaxTtlMs = z
+  .number()
+  .int()
+  .min(1_000)
+  .max(30 * 86_400_000)
+  .nullable();
 
 export const NewTemplateBody = z.object({
   name: TemplateName,
   description: Description.optional(),
   files: TemplateFiles,
   default_ttl_ms: DefaultTtlMs.optional(),
+  max_ttl_ms: MaxTtlMs.optional(),
 });
 
 export const TemplatePatch = z.object({
@@ -51,6 +61,7 @@ export const TemplatePatch = z.object({
   description: Description.optional(),
   files: TemplateFiles.optional(),
   default_ttl_ms: DefaultTtlMs.optional(),
+  max_ttl_ms: MaxTtlMs.optional(),
 });
 
 export interface TemplateView {
@@ -59,6 +70,8 @@ export interface TemplateView {
   description: string;
   version: number;
   default_ttl_ms: number;
+  /** The longest ttl_ms a member's workspace may have (0 not allowed); null: no cap. */
+  max_ttl_ms: number | null;
   created_at: string;
   updated_at: string;
   workspace_count: number;
@@ -73,6 +86,7 @@ export function templateView(t: Template): TemplateView {
     description: t.description,
     version: t.version,
     default_ttl_ms: t.defaultTtlMs,
+    max_ttl_ms: t.maxTtlMs,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
     workspace_count: t.workspaceCount,
@@ -83,6 +97,12 @@ export function templateView(t: Template): TemplateView {
 function answer(err: unknown): never {
   if (err instanceof TemplateNameTakenError)
     throw new ApiError(409, err.message, "Pick another name, or change that template.");
+  if (err instanceof TemplateTtlError)
+    throw ApiError.coded(
+      "invalid_body",
+      err.message,
+      `default_ttl_ms: at most max_ttl_ms (${err.maxTtlMs}), and not 0 (never stop)`,
+    );
   if (err instanceof TemplateInUseError)
     throw new ApiError(409, err.message, "Delete its workspaces first.");
   // Two creates of one name at once: the unique index answers for the slower.
@@ -102,13 +122,18 @@ export function templateRoutes(app: FastifyInstance, ctx: ApiContext): void {
           ...(body.description !== undefined && { description: body.description }),
           files: body.files,
           ...(body.default_ttl_ms !== undefined && { defaultTtlMs: body.default_ttl_ms }),
+          ...(body.max_ttl_ms !== undefined && { maxTtlMs: body.max_ttl_ms }),
           createdBy: user.id,
         });
         await audit(tx, request, {
           userId: user.id,
           action: "template.create",
           target: t.id,
-          details: { name: t.name, files: Object.keys(body.files).length },
+          details: {
+            name: t.name,
+            files: Object.keys(body.files).length,
+            ...(t.maxTtlMs !== null && { max_ttl_ms: t.maxTtlMs }),
+          },
         });
         return t;
       })
@@ -142,6 +167,7 @@ export function templateRoutes(app: FastifyInstance, ctx: ApiContext): void {
           ...(body.description !== undefined && { description: body.description }),
           ...(body.files !== undefined && { files: body.files }),
           ...(body.default_ttl_ms !== undefined && { defaultTtlMs: body.default_ttl_ms }),
+          ...(body.max_ttl_ms !== undefined && { maxTtlMs: body.max_ttl_ms }),
           updatedBy: user.id,
         });
         if (!t) throw notFound("Template", id);
@@ -153,6 +179,7 @@ export function templateRoutes(app: FastifyInstance, ctx: ApiContext): void {
             ...(body.name !== undefined && { name: body.name }),
             ...(before && t.version !== before.version && { version: t.version }),
             ...(body.default_ttl_ms !== undefined && { default_ttl_ms: body.default_ttl_ms }),
+            ...(body.max_ttl_ms !== undefined && { max_ttl_ms: body.max_ttl_ms }),
           },
         });
         return t;

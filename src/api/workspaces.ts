@@ -16,6 +16,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
 import { SLOTS } from "../chatd/secrets/index.ts";
+import { usableBy } from "../chatd/workspace-access.ts";
 import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
@@ -64,9 +65,12 @@ export const WorkspacePatch = z.object({
   shared: z.boolean().optional(),
 });
 
-/** `true` when a chat of `user` may run in the workspace row (one without an owner: nobody's). */
+/**
+ * `true` when a chat of `user` may run in the workspace row (one without an owner: nobody's).
+ * The worker asks the same before every tool batch (chatd/workspace-access.ts).
+ */
 export function canUseWorkspace(user: User, row: Record<string, unknown>): boolean {
-  return row.shared === true || (row.owner_id !== null && row.owner_id === user.id);
+  return usableBy(user.id, row);
 }
 
 /** `true` when `user` may see (and change) the workspace row. */

@@ -21,12 +21,14 @@ import {
   keepContextSnapshot,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
+import { lostWorkspaceWords, workspaceAccess } from "./workspace-access.ts";
 
 /**
  * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
  * "kept": the model step is the next task, so a model attempt never waits for the agent's
  * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
- * step's prompt says so, and the next step tries again.
+ * step's prompt says so, and the next step tries again. A workspace the chat's owner may no
+ * longer use (workspace-access.ts) is not read at all, and nothing is kept either.
  */
 export async function chatSnapshot(
   deps: GenerationDeps,
@@ -36,6 +38,12 @@ export async function chatSnapshot(
 ): Promise<ContextSnapshot | "kept"> {
   const kept = await loadSnapshot(deps.db, chat.id);
   if (kept) return kept.snapshot;
+  // Nothing kept: a later step takes the snapshot if the workspace is the owner's to use again.
+  const access = await workspaceAccess(deps.db, chat);
+  if (access.status === "lost") {
+    const none = await captureSnapshot(deps.db, undefined, signal);
+    return { ...none, note: `${lostWorkspaceWords(access.why).note} Tools will not run.` };
+  }
   const client = await deps.resolveAgent(chat);
   let taken: ContextSnapshot;
   try {

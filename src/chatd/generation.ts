@@ -42,6 +42,7 @@ import {
   readForTask,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
+import { refuseBatch, workspaceAccess } from "./workspace-access.ts";
 
 export interface ResolvedModel {
   model: LanguageModel;
@@ -275,6 +276,9 @@ async function runBatch(
   signal: AbortSignal,
   snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
+  // Right before anything reaches the agent, on every attempt: may the owner still use it?
+  const access = await workspaceAccess(deps.db, chat);
+  if (access.status === "lost") return refuseBatch(deps, fence, chat, calls, access.why);
   const client = await deps.resolveAgent(chat);
   const workspaceDir = snapshot?.environment?.directory;
   if (client) await auditToolCalls(deps.db, chat, message.id, calls);

@@ -31,6 +31,7 @@ function ws(w: Partial<WorkspaceState>): WorkspaceState {
     id: "w1",
     name: "dev",
     ownerId: null,
+    shared: false,
     templateId: "t1",
     templateVersion: 1,
     status: "running",

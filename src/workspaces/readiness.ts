@@ -6,13 +6,15 @@
 // margin: a restarted workspace never turns a new command into unknown. A stopped workspace
 // is started (build reason `chat`); a start that fails during the turn ends it in error,
 // naming the build. The last check happens under the workspace's row lock and records
-// activity, so the lifecycle loop cannot queue a stop between it and the model step.
+// activity, so the lifecycle loop cannot queue a stop between it and the model step. A chat
+// whose owner may no longer use the workspace neither starts it nor waits for it.
 
 import type { AgentPool } from "../chatd/agents.ts";
 import type { Chat, Fence } from "../chatd/chats.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { ChatMessage } from "../chatd/messages.ts";
 import { finishError } from "../chatd/transitions/index.ts";
+import { usableBy } from "../chatd/workspace-access.ts";
 import { sleep, type Clock } from "../contract/index.ts";
 import { agentUptimeMs } from "./agent-uptime.ts";
 import { BuildInProgressError, queueBuild } from "./builds.ts";
@@ -124,6 +126,9 @@ export async function awaitWorkspace(
     signal.throwIfAborted();
     const w = await workspaceState(o.db, workspaceId);
     if (!w) return true; // a registered workspace, or none any more: the tools say which
+    // One its owner may no longer use is neither started, waited for nor kept active for the
+    // chat: the model step's tool calls are refused (workspace-access.ts).
+    if (!usableBy(chat.ownerId, { shared: w.shared, owner_id: w.ownerId })) return true;
     const uptime =
       w.status === "running" && w.connected
         ? await agentUptimeMs(o.agents, workspaceId, signal)

@@ -1,4 +1,5 @@
-// Templates: a named folder of Terraform files and the TTL its workspaces get by default.
+// Templates: a named folder of Terraform files, the TTL its workspaces get by default, and the
+// longest TTL a member's workspace may ask for (none: any, 0 included).
 // Files are versioned: a change of files is a new version, and a version never changes after
 // it is written, so a running workspace keeps the files it was started from until its next
 // start applies the newest. A template a workspace uses cannot be deleted.
@@ -61,6 +62,8 @@ export interface Template {
   description: string;
   version: number;
   defaultTtlMs: number;
+  /** The longest TTL a member's workspace may have (never 0, "never stop"); null: no cap. */
+  maxTtlMs: number | null;
   createdAt: Date;
   updatedAt: Date;
   /** How many workspaces use it. */
@@ -74,6 +77,7 @@ export function rowToTemplate(r: Record<string, unknown>): Template {
     description: r.description as string,
     version: r.version as number,
     defaultTtlMs: Number(r.default_ttl_ms),
+    maxTtlMs: r.max_ttl_ms === null || r.max_ttl_ms === undefined ? null : Number(r.max_ttl_ms),
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     workspaceCount: Number(r.workspace_count ?? 0),
@@ -88,6 +92,24 @@ export class TemplateNameTakenError extends Error {
   override readonly name = "TemplateNameTakenError";
   constructor(readonly templateName: string) {
     super(`A template named "${templateName}" already exists.`);
+  }
+}
+
+/** Whether a TTL (0: never stop) keeps within a template's max_ttl_ms (null: no cap). */
+export function withinMaxTtl(ttlMs: number, maxTtlMs: number | null): boolean {
+  return maxTtlMs === null || (ttlMs > 0 && ttlMs <= maxTtlMs);
+}
+
+/** The template's default_ttl_ms would not keep within its max_ttl_ms. */
+export class TemplateTtlError extends Error {
+  override readonly name = "TemplateTtlError";
+  constructor(
+    readonly defaultTtlMs: number,
+    readonly maxTtlMs: number,
+  ) {
+    super(
+      `The template's default_ttl_ms (${defaultTtlMs}) must be within its max_ttl_ms (${maxTtlMs}), and not 0.`,
+    );
   }
 }
 
@@ -114,15 +136,19 @@ export async function createTemplate(
     description?: string;
     files: TemplateFiles;
     defaultTtlMs?: number;
+    maxTtlMs?: number | null;
     createdBy: string | null;
   },
 ): Promise<Template> {
+  const defaultTtlMs = t.defaultTtlMs ?? DEFAULT_TEMPLATE_TTL_MS;
+  const maxTtlMs = t.maxTtlMs ?? null;
+  if (!withinMaxTtl(defaultTtlMs, maxTtlMs)) throw new TemplateTtlError(defaultTtlMs, maxTtlMs!);
   if (await nameTaken(q, t.name)) throw new TemplateNameTakenError(t.name);
   const id = randomUUID();
   await q.query(
-    `INSERT INTO templates (id, name, description, default_ttl_ms, version, created_by)
-     VALUES ($1, $2, $3, $4, 1, $5)`,
-    [id, t.name, t.description ?? "", t.defaultTtlMs ?? DEFAULT_TEMPLATE_TTL_MS, t.createdBy],
+    `INSERT INTO templates (id, name, description, default_ttl_ms, max_ttl_ms, version, created_by)
+     VALUES ($1, $2, $3, $4, $5, 1, $6)`,
+    [id, t.name, t.description ?? "", defaultTtlMs, maxTtlMs, t.createdBy],
   );
   await q.query(
     "INSERT INTO template_versions (template_id, version, files, created_by) VALUES ($1, 1, $2, $3)",
@@ -171,11 +197,16 @@ export async function updateTemplate(
     description?: string;
     files?: TemplateFiles;
     defaultTtlMs?: number;
+    /** null removes the cap. */
+    maxTtlMs?: number | null;
     updatedBy: string | null;
   },
 ): Promise<Template | undefined> {
   const old = await getTemplate(q, id, true);
   if (!old) return undefined;
+  const defaultTtlMs = p.defaultTtlMs ?? old.defaultTtlMs;
+  const maxTtlMs = p.maxTtlMs === undefined ? old.maxTtlMs : p.maxTtlMs;
+  if (!withinMaxTtl(defaultTtlMs, maxTtlMs)) throw new TemplateTtlError(defaultTtlMs, maxTtlMs!);
   if (p.name !== undefined && (await nameTaken(q, p.name, id)))
     throw new TemplateNameTakenError(p.name);
   let version = old.version;
@@ -191,9 +222,9 @@ export async function updateTemplate(
   }
   await q.query(
     `UPDATE templates SET name = coalesce($2, name), description = coalesce($3, description),
-       default_ttl_ms = coalesce($4, default_ttl_ms), version = $5, updated_at = now()
+       default_ttl_ms = $4, max_ttl_ms = $5, version = $6, updated_at = now()
      WHERE id = $1`,
-    [id, p.name ?? null, p.description ?? null, p.defaultTtlMs ?? null, version],
+    [id, p.name ?? null, p.description ?? null, defaultTtlMs, maxTtlMs, version],
   );
   return getTemplate(q, id);
 }

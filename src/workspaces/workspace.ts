@@ -11,6 +11,8 @@ export interface WorkspaceState {
   id: string;
   name: string;
   ownerId: string | null;
+  /** Shared with every user (workspace-access.ts: who may run chats in it). */
+  shared: boolean;
   templateId: string;
   /** The template version its compute runs (or last ran). */
   templateVersion: number | null;
@@ -32,7 +34,7 @@ export interface WorkspaceState {
 }
 
 export const WORKSPACE_STATE_SQL = `
-  SELECT w.id, w.name, w.owner_id, w.template_id, w.template_version,
+  SELECT w.id, w.name, w.owner_id, w.shared, w.template_id, w.template_version,
     coalesce(w.ttl_ms, t.default_ttl_ms) AS ttl_ms,
     greatest(w.last_active_at,
              (SELECT max(c.updated_at) FROM chats c WHERE c.workspace_id = w.id),
@@ -92,6 +94,7 @@ export function rowToWorkspaceState(r: Record<string, unknown>): WorkspaceState 
     id: r.id as string,
     name: r.name as string,
     ownerId: (r.owner_id as string | null) ?? null,
+    shared: r.shared === true,
     templateId: r.template_id as string,
     templateVersion: (r.template_version as number | null) ?? null,
     status,

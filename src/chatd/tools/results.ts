@@ -80,9 +80,16 @@ export interface CanceledResult {
   note: string;
 }
 
+/**
+ * Why a call was never sent, when it was not the user's interrupt (an interrupt's not_run and
+ * not_applied carry no reason).
+ */
+export type NotSentReason = "workspace_unavailable";
+
 export interface NotRunResult {
   status: "not_run";
   note: string;
+  reason?: NotSentReason;
 }
 
 export interface UnknownProcessResult {
@@ -121,6 +128,7 @@ export interface FailedResult {
 export interface NotAppliedResult {
   status: "not_applied";
   note: string;
+  reason?: NotSentReason;
 }
 
 export interface UnknownFileResult {
@@ -235,6 +243,27 @@ export function notAppliedResult(): NotAppliedResult {
     status: "not_applied",
     note: "The user interrupted before the change reached the workspace; nothing was applied.",
   };
+}
+
+/**
+ * A call never sent because the chat's owner may no longer use the workspace (`why`: a sentence
+ * saying so): not_applied for a change, not_run for everything else. The turn ends with it.
+ */
+export function workspaceUnavailableResult(
+  toolName: string,
+  why: string,
+): NotRunResult | NotAppliedResult {
+  return toolName === "write_file" || toolName === "edit_files"
+    ? {
+        status: "not_applied",
+        reason: "workspace_unavailable",
+        note: `${why} The change was not sent to the workspace: nothing was applied, and the turn ended.`,
+      }
+    : {
+        status: "not_run",
+        reason: "workspace_unavailable",
+        note: `${why} The call was not sent to the workspace: it did not run, and the turn ended.`,
+      };
 }
 
 export function unknownProcessResult(

@@ -294,14 +294,19 @@ export async function finishInterruption(
   });
 }
 
-/** The turn failed for good: the chat shows the error and waits for the user. */
+/**
+ * The turn failed for good: the chat shows the error and waits for the user. `messages` (the
+ * results of calls the task refused to send) go in with it, in the same transaction.
+ */
 export async function finishError(
   db: Database,
   fence: Fence,
   error: { message: string; detail?: string },
+  messages: NewMessage[] = [],
 ): Promise<void> {
   await transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
+    await insertMessages(l, messages);
     await l.tx.query(
       `UPDATE chats SET status = 'error', last_error = $2, ${RELEASE} WHERE id = $1`,
       [fence.chatId, storableJson(error)],
