@@ -161,10 +161,10 @@ async function durableTurnsOf(
     "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, 'admin', 'x')",
     [userId, `${userId}@bench`],
   );
-  await db.query("INSERT INTO workspaces (id, name, agent_url) VALUES ($1, 'bench', $2)", [
-    workspaceId,
-    agentProc.url,
-  ]);
+  await db.query(
+    "INSERT INTO workspaces (id, name, agent_url, owner_id) VALUES ($1, 'bench', $2, $3)",
+    [workspaceId, agentProc.url, userId],
+  );
   await db.query(
     "INSERT INTO model_configs (id, provider, model, base_url) VALUES ($1, 'openai-compatible', 'fake-model', $2)",
     [modelId, fake.url],

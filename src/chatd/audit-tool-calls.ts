@@ -6,7 +6,6 @@
 // at most once. What a model wrote may hold anything, so every text is cut to a bound and made
 // storable (storable-text.ts): an entry can never fail the batch.
 
-import type { Queryable } from "./db/index.ts";
 import type { ToolCallPart } from "./messages.ts";
 import { toStorableText } from "./storable-text.ts";
 
@@ -61,25 +60,17 @@ export function toolCallTarget(call: ToolCallPart): Record<string, unknown> {
   return out;
 }
 
-/** Records one `tool.call` entry per call of the batch about to be sent. */
-export async function auditToolCalls(
-  q: Queryable,
-  chat: { id: string; ownerId: string },
-  messageId: string,
-  calls: ToolCallPart[],
-): Promise<void> {
-  if (calls.length === 0) return;
-  const details = calls.map((c) =>
+/**
+ * The `details` (JSON text) of each call's `tool.call` entry: the entries are written by the
+ * batch's start (batch-start.ts), with the chat's owner as the user and the chat as the target.
+ */
+export function toolCallAuditDetails(messageId: string, calls: ToolCallPart[]): string[] {
+  return calls.map((c) =>
     JSON.stringify({
       tool: toStorableText(c.toolName).slice(0, 200),
       tool_call_id: toStorableText(c.toolCallId).slice(0, 200),
       message_id: messageId,
       ...toolCallTarget(c),
     }),
-  );
-  await q.query(
-    `INSERT INTO audit_log (user_id, action, target, details, user_agent)
-     SELECT $1, 'tool.call', $2, d::jsonb, 'chatd' FROM unnest($3::text[]) AS d`,
-    [chat.ownerId, chat.id, details],
   );
 }

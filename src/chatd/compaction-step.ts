@@ -10,7 +10,6 @@ import {
   captureSnapshot,
   CONTEXT_CAPTURE_TIMEOUT_MS,
   compactionRequest,
-  loadSnapshot,
   sinceBoundary,
   type ContextBudget,
   type ContextSnapshot,
@@ -19,6 +18,7 @@ import { AttemptTimeoutError } from "./worker/retry.ts";
 import {
   commitCompaction,
   keepContextSnapshot,
+  keptSnapshot,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
 import { lostWorkspaceWords, workspaceAccess } from "./workspace-access.ts";
@@ -36,7 +36,7 @@ export async function chatSnapshot(
   chat: Chat,
   signal: AbortSignal,
 ): Promise<ContextSnapshot | "kept"> {
-  const kept = await loadSnapshot(deps.db, chat.id);
+  const kept = await keptSnapshot(deps.db, chat.id, deps.held);
   if (kept) return kept.snapshot;
   // Nothing kept: a later step takes the snapshot if the workspace is the owner's to use again.
   const access = await workspaceAccess(deps.db, chat);
@@ -68,7 +68,7 @@ export async function chatSnapshot(
         "paths, and expect tool calls to report the agent unreachable.",
     };
   }
-  await keepContextSnapshot(deps.db, fence, taken);
+  await keepContextSnapshot(deps.db, fence, taken, deps.held);
   return "kept";
 }
 
@@ -87,7 +87,7 @@ export async function compact(
   reason: CompactionPart["reason"],
   signal: AbortSignal,
 ): Promise<void> {
-  const attempt = await recordGenerationAttempt(deps.db, fence);
+  const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   const request = compactionRequest(history, budget.limitTokens);
   const lastStep = sinceBoundary(history)
@@ -116,7 +116,7 @@ export async function compact(
       runtimeMs: deps.clock.now() - opened,
       ...usage,
       costMicros: costMicros(usage, resolved.prices),
-    });
+    }, deps.held);
   } catch (err) {
     // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
     // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).

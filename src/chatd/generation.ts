@@ -7,8 +7,8 @@ import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
-import { auditToolCalls } from "./audit-tool-calls.ts";
-import { batchMessages, toolCallAgeMs } from "./batch.ts";
+import { startBatch } from "./batch-start.ts";
+import { batchMessages } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
@@ -27,7 +27,6 @@ import {
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
   isContextTooLong,
-  loadSnapshot,
   systemPrompt,
   toModelMessages,
   toolResultBudgetBytes,
@@ -35,14 +34,16 @@ import {
   type ContextSnapshot,
 } from "./prompt/index.ts";
 import type { StreamBuffer } from "./stream.ts";
+import type { HeldChat } from "./transitions/index.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
   commitStep,
   finishTurn,
+  keptSnapshot,
   readForTask,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
-import { refuseBatch, workspaceAccess } from "./workspace-access.ts";
+import { refuseBatch } from "./workspace-access.ts";
 
 export interface ResolvedModel {
   model: LanguageModel;
@@ -83,6 +84,11 @@ export interface GenerationDeps {
   /** This replica's metrics. */
   metrics: ChatdMetrics;
   /**
+   * What the task's runner holds of its chat (transitions/held.ts): a task reads and writes
+   * through it, so a step reads nothing the runner already has. Absent: every read is made.
+   */
+  held?: HeldChat;
+  /**
    * Before a model step: resolves true once the chat's workspace can take tool calls, false
    * when it ended the turn itself (src/workspaces/readiness.ts). Absent: always ready.
    */
@@ -100,12 +106,12 @@ export async function generationTask(
   fence: Fence,
   signal: AbortSignal,
 ): Promise<void> {
-  const { chat, history } = await readForTask(deps.db, fence);
+  const { chat, history } = await readForTask(deps.db, fence, deps.held);
   const open = unresolvedToolCalls(history);
   if (open) {
     // The snapshot was taken before the model step that made these calls (a chat from before
     // snapshots has none: its file tools then take absolute paths only).
-    const kept = (await loadSnapshot(deps.db, chat.id))?.snapshot;
+    const kept = (await keptSnapshot(deps.db, chat.id, deps.held))?.snapshot;
     return runBatch(deps, fence, chat, open.message, open.calls, signal, kept);
   }
   // Never while a call is unresolved (above): a compaction is the next action once one is due.
@@ -121,7 +127,7 @@ export async function generationTask(
     if (due) return compact(deps, fence, history, resolved, budget, due, signal);
   }
   if (!resolved || turnComplete(history)) {
-    await finishTurn(deps.db, fence);
+    await finishTurn(deps.db, fence, deps.held);
     return;
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
@@ -195,7 +201,7 @@ async function streamModelStep(
   budget: ContextBudget,
   snapshot: ContextSnapshot,
 ): Promise<void> {
-  const attempt = await recordGenerationAttempt(deps.db, fence);
+  const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
   const { model, prices } = resolved;
@@ -263,7 +269,7 @@ async function streamModelStep(
       promptTokens,
       contextLimit: budget.limitTokens,
     },
-  ]);
+  ], deps.held);
   deps.buffer.end(chat.id);
 }
 
@@ -276,13 +282,11 @@ async function runBatch(
   signal: AbortSignal,
   snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
-  // Right before anything reaches the agent, on every attempt: may the owner still use it?
-  const access = await workspaceAccess(deps.db, chat);
-  if (access.status === "lost") return refuseBatch(deps, fence, chat, calls, access.why);
   const client = await deps.resolveAgent(chat);
+  // Right before anything reaches the agent, on every attempt: may the owner still use it?
+  const { access, ageMs } = await startBatch(deps.db, chat, message, calls, { audit: !!client });
+  if (access.status === "lost") return refuseBatch(deps, fence, chat, calls, access.why);
   const workspaceDir = snapshot?.environment?.directory;
-  if (client) await auditToolCalls(deps.db, chat, message.id, calls);
-  const ageMs = await toolCallAgeMs(deps.db, message.id);
   const chatId = parseChatId(chat.id)!;
   const messageId = toMessageId(message.id)!;
   // Watchers see each call start and finish as live parts of the batch's own episode; this
@@ -356,7 +360,7 @@ async function runBatch(
     await toolResultBudgetOf(deps, chat),
     outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
-  await commitStep(deps.db, fence, messages);
+  await commitStep(deps.db, fence, messages, deps.held);
   deps.buffer.end(chat.id);
   toolResultsCommitted(deps, chatId, messageId, messages);
   deps.buffer.endBatch(chat.id);

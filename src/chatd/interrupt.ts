@@ -13,8 +13,7 @@ import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";
 import type { EpisodeView } from "./stream.ts";
 import { errorResult, interruptResult, unsentResult, type ToolResult } from "./tools/index.ts";
-import { loadSnapshot } from "./prompt/index.ts";
-import { finishInterruption, readForTask } from "./transitions/index.ts";
+import { finishInterruption, keptSnapshot, readForTask } from "./transitions/index.ts";
 
 /** Runs the interrupt of an `interrupting` chat; resolves once the turn's end is committed. */
 export async function interruptTask(
@@ -24,7 +23,7 @@ export async function interruptTask(
 ): Promise<void> {
   // One instant for the model window and the running calls' intervals (CHATD.md 9).
   const interruptedAt = deps.clock.now();
-  const { chat, history } = await readForTask(deps.db, fence);
+  const { chat, history } = await readForTask(deps.db, fence, deps.held);
   const log = deps.log.child({ chat_id: chat.id });
   log.info("interrupt started");
   const messages: NewMessage[] = [];
@@ -47,7 +46,7 @@ export async function interruptTask(
   messages.push(...batch);
 
   signal.throwIfAborted();
-  const next = await finishInterruption(deps.db, fence, messages);
+  const next = await finishInterruption(deps.db, fence, messages, undefined, deps.held);
   const durationMs = deps.clock.now() - interruptedAt;
   deps.metrics.interruptSeconds.observe(durationMs / 1000);
   if (open) toolResultsCommitted(deps, parseChatId(chat.id)!, toMessageId(open.message.id)!, batch);
@@ -125,7 +124,7 @@ async function cancelBatch(
 ): Promise<NewMessage[]> {
   const client = await deps.resolveAgent(chat);
   const ageMs = await toolCallAgeMs(deps.db, open.message.id);
-  const workspaceDir = (await loadSnapshot(deps.db, chat.id))?.snapshot.environment?.directory;
+  const workspaceDir = (await keptSnapshot(deps.db, chat.id, deps.held))?.snapshot.environment?.directory;
   // A call counts as started unless its cancel proves it never reached the agent.
   const started: boolean[] = open.calls.map(() => true);
   const results = await Promise.all(

@@ -13,7 +13,7 @@ import type { Chat, Fence } from "./chats.ts";
 import type { Database, Queryable } from "./db/index.ts";
 import type { ToolCallPart } from "./messages.ts";
 import { workspaceUnavailableResult } from "./tools/index.ts";
-import { finishError } from "./transitions/index.ts";
+import { finishError, type HeldChat } from "./transitions/index.ts";
 
 /** The rule itself, for a workspace row: shared, or its owner's (a row without one: nobody's). */
 export function usableBy(userId: string, row: { shared?: unknown; owner_id?: unknown }): boolean {
@@ -27,22 +27,40 @@ export type WorkspaceAccess =
 
 const USABLE: WorkspaceAccess = { status: "usable" };
 
+/** What the access is decided from: the owner's row joined with the workspace's (if any). */
+export type AccessRow = {
+  disabled: boolean;
+  shared: boolean | null;
+  owner_id: string | null;
+};
+
+/**
+ * The read of the access row, for the chat's owner `$1` and workspace `$2`, and the same rule
+ * as accessOf in SQL (`ACCESS_LOST_SQL`, over the read as `a`), for a statement that writes
+ * only while the workspace is usable (batch-start.ts).
+ */
+export const ACCESS_ROW_SQL = `SELECT u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
+  FROM users u LEFT JOIN workspaces w ON w.id = $2 WHERE u.id = $1`;
+export const ACCESS_LOST_SQL =
+  "a.disabled OR (a.shared IS NOT NULL AND NOT a.shared AND a.owner_id IS DISTINCT FROM $1)";
+
+/** The chat's owner's access, from the access row (undefined: no such owner). */
+export function accessOf(chat: Chat, row: AccessRow | undefined): WorkspaceAccess {
+  if (chat.workspaceId === null) return USABLE;
+  if (!row) return USABLE; // no such owner: the chat is going with them (ON DELETE CASCADE)
+  if (row.disabled) return { status: "lost", why: "owner_disabled" };
+  if (row.shared === null) return USABLE; // the workspace is gone: the tools say so
+  return usableBy(chat.ownerId, row) ? USABLE : { status: "lost", why: "unshared" };
+}
+
 /**
  * The chat's owner's access to the chat's workspace now: one read by primary keys (none for a
  * chat without a workspace).
  */
 export async function workspaceAccess(q: Queryable, chat: Chat): Promise<WorkspaceAccess> {
   if (chat.workspaceId === null) return USABLE;
-  const r = await q.query<{ disabled: boolean; shared: boolean | null; owner_id: string | null }>(
-    `SELECT u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
-     FROM users u LEFT JOIN workspaces w ON w.id = $2 WHERE u.id = $1`,
-    [chat.ownerId, chat.workspaceId],
-  );
-  const row = r.rows[0];
-  if (!row) return USABLE; // no such owner: the chat is going with them (ON DELETE CASCADE)
-  if (row.disabled) return { status: "lost", why: "owner_disabled" };
-  if (row.shared === null) return USABLE; // the workspace is gone: the tools say so
-  return usableBy(chat.ownerId, row) ? USABLE : { status: "lost", why: "unshared" };
+  const r = await q.query<AccessRow>(ACCESS_ROW_SQL, [chat.ownerId, chat.workspaceId]);
+  return accessOf(chat, r.rows[0]);
 }
 
 /** Why, in words for the model (a tool result's note) and for people (last_error). */
@@ -80,7 +98,7 @@ export function lostWorkspaceWords(why: "unshared" | "owner_disabled"): {
  * task writes nothing).
  */
 export async function refuseBatch(
-  deps: { db: Database; log: Logger; toolResultBudgetBytes: number },
+  deps: { db: Database; log: Logger; toolResultBudgetBytes: number; held?: HeldChat },
   fence: Fence,
   chat: Chat,
   calls: ToolCallPart[],
@@ -98,5 +116,5 @@ export async function refuseBatch(
     deps.toolResultBudgetBytes,
     calls.map(() => undefined),
   );
-  await finishError(deps.db, fence, words.error, messages);
+  await finishError(deps.db, fence, words.error, messages, deps.held);
 }

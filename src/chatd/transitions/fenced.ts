@@ -19,6 +19,11 @@ export interface FencedChange {
   set?: string;
   /** More statements, as CTEs that may read `c` (the chat's new row): `name AS (...)`. */
   ctes?: string[];
+  /**
+   * A further condition on the chat row (SQL over `chats`) beside the fence: when it fails,
+   * nothing is written and fencedWriteIf answers undefined.
+   */
+  where?: string;
   params?: readonly unknown[];
 }
 
@@ -69,6 +74,17 @@ export async function fencedWrite(
   fence: Fence,
   change: FencedChange = {},
 ): Promise<Written> {
+  const w = await fencedWriteIf(q, fence, change);
+  if (!w) throw new FenceError(`Stale task for chat ${fence.chatId}: the chat changed.`);
+  return w;
+}
+
+/** fencedWrite, and undefined when the fence holds but `change.where` does not. */
+export async function fencedWriteIf(
+  q: Queryable,
+  fence: Fence,
+  change: FencedChange,
+): Promise<Written | undefined> {
   const messages = change.messages ?? [];
   const records = messages.map(messageRecord);
   const sets = [
@@ -83,7 +99,7 @@ export async function fencedWrite(
     `c AS (UPDATE chats SET ${sets.join(", ")}
        WHERE id = $1 AND worker_id::text = $2 AND runner_id::text = $3 AND status = $4
          AND history_version = $5
-         AND ($6::int IS NULL OR generation_attempt = $6::int)
+         AND ($6::int IS NULL OR generation_attempt = $6::int)${change.where ? ` AND (${change.where})` : ""}
        RETURNING *)`,
     // Each record typed as a chat_messages row, inserted in the records' order.
     `m AS (INSERT INTO chat_messages (chat_id, ${COLUMNS.join(", ")})
@@ -119,6 +135,7 @@ export async function fencedWrite(
     const chat = await loadChat(q, fence.chatId);
     if (!chat) throw new ChatNotFoundError(fence.chatId);
     checkFence(chat, fence);
+    if (change.where) return undefined;
     throw new FenceError(`Stale task for chat ${fence.chatId}: the chat changed.`);
   }
   const ids = (row.message_ids as string[] | null) ?? [];

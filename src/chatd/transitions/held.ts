@@ -9,8 +9,9 @@
 
 import type { Clock } from "../../contract/index.ts";
 import type { Chat, Fence } from "../chats.ts";
+import type { Queryable } from "../db/index.ts";
 import type { ChatMessage } from "../messages.ts";
-import type { KeptSnapshot } from "../prompt/context.ts";
+import { loadSnapshot, type KeptSnapshot } from "../prompt/context.ts";
 import type { ChatChange } from "./core.ts";
 import type { Written } from "./fenced.ts";
 
@@ -92,4 +93,17 @@ export class HeldChat {
     this.#history = undefined;
     this.#snapshot = undefined;
   }
+}
+
+/** The chat's kept context snapshot: `held`'s when it has it, else read (and then held). */
+export async function keptSnapshot(
+  q: Queryable,
+  chatId: string,
+  held?: HeldChat,
+): Promise<KeptSnapshot | undefined> {
+  const h = held?.snapshot;
+  if (h !== undefined) return h ?? undefined;
+  const kept = await loadSnapshot(q, chatId);
+  if (held?.chat) held.snapshot = kept ?? null;
+  return kept;
 }

@@ -7,14 +7,15 @@ import type { Database } from "../db/index.ts";
 import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
 import {
   answerOutstanding,
+  CHAT_CHANNEL,
+  changePayloadSql,
   insertMessages,
   loadModelHistory,
-  notifyChange,
   startTurn,
   transition,
   type Locked,
 } from "./core.ts";
-import { fencedWrite, type FencedChange, type Written } from "./fenced.ts";
+import { fencedWrite, fencedWriteIf, type FencedChange, type Written } from "./fenced.ts";
 import type { HeldChat } from "./held.ts";
 import { storableJson, storableText } from "./storable.ts";
 
@@ -23,6 +24,8 @@ export interface Acquired {
   runnerId: string;
   /** The worker that owned the chat before (a takeover), or null when nobody did. */
   previousWorkerId: string | null;
+  /** The chat's row as claimed: its runner starts from it. */
+  chat: Chat;
 }
 
 /**
@@ -35,9 +38,10 @@ export async function acquire(
   workerId: string,
   o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
 ): Promise<Acquired[]> {
-  return db.transaction(async (tx) => {
-    const r = await tx.query<{ id: string; runner_id: string; previous_worker_id: string | null }>(
-      `WITH claim AS (
+  // One statement: the claim, the leases and the notifications (one round trip, even when a
+  // round claims nothing, as most do).
+  const r = await db.query(
+    `WITH claim AS (
          SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
          WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
            AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
@@ -45,26 +49,25 @@ export async function acquire(
          ORDER BY c.updated_at
          LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
+     , claimed AS (
        UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
                         snapshot_version = snapshot_version + 1, updated_at = now()
        FROM claim WHERE chats.id = claim.id
-       RETURNING chats.id, chats.runner_id, claim.previous_worker_id`,
-      [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false],
-    );
-    for (const c of r.rows) {
-      await tx.query(
-        `INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, now())
-         ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now()`,
-        [c.id, c.runner_id],
-      );
-      await notifyChange(tx, c.id);
-    }
-    return r.rows.map((c) => ({
-      chatId: c.id,
-      runnerId: c.runner_id,
-      previousWorkerId: c.previous_worker_id,
-    }));
-  });
+       RETURNING chats.*, claim.previous_worker_id)
+     , lease AS (
+       INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
+       SELECT id, runner_id, now() FROM claimed
+       ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())
+     , n AS (SELECT pg_notify($5, ${changePayloadSql("claimed")}) FROM claimed)
+     SELECT claimed.*, (SELECT count(*) FROM n) AS notified FROM claimed`,
+    [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false, CHAT_CHANNEL],
+  );
+  return r.rows.map((c) => ({
+    chatId: c.id as string,
+    runnerId: c.runner_id as string,
+    previousWorkerId: (c.previous_worker_id as string | null) ?? null,
+    chat: rowToChat(c),
+  }));
 }
 
 /**
@@ -230,7 +233,31 @@ async function release(l: Locked): Promise<void> {
  * The turn is over: the next queued message starts the next turn (the chat stays running),
  * or the chat waits for the user and its runner lets go.
  */
-export async function finishTurn(db: Database, fence: Fence): Promise<"running" | "waiting"> {
+export async function finishTurn(
+  db: Database,
+  fence: Fence,
+  held?: HeldChat,
+): Promise<"running" | "waiting"> {
+  // Most turns end with nothing queued: the chat waits and its runner lets go, in one statement.
+  // Only while the chat is as the runner holds it (its snapshot version) and the queue is empty:
+  // a message queued since bumped the version (a transition), so the row check sees it.
+  const seen = held?.chat?.snapshotVersion;
+  if (seen !== undefined) {
+    const w = await fencedWriteIf(db, fence, {
+      set: `status = 'waiting', ${RELEASE}`,
+      where: `snapshot_version = $9 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
+      ctes: ["h AS (DELETE FROM chat_heartbeats WHERE chat_id IN (SELECT id FROM c))"],
+      params: [seen],
+    }).catch((err: unknown) => {
+      held?.drop();
+      throw err;
+    });
+    if (w) {
+      held?.wrote(w);
+      return "waiting";
+    }
+  }
+  held?.drop(); // a new turn (or none): the runner reads the chat again
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
     return popQueueOrWait(l);
@@ -276,7 +303,9 @@ export async function finishInterruption(
   fence: Fence,
   messages: NewMessage[] = [],
   error?: { message: string; detail?: string },
+  held?: HeldChat,
 ): Promise<"running" | "waiting"> {
+  held?.drop();
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
     await insertMessages(l, messages);
@@ -303,7 +332,9 @@ export async function finishError(
   fence: Fence,
   error: { message: string; detail?: string },
   messages: NewMessage[] = [],
+  held?: HeldChat,
 ): Promise<void> {
+  held?.drop();
   await transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
     await insertMessages(l, messages);

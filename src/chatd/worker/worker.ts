@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
-import type { Fence } from "../chats.ts";
+import type { Chat, Fence } from "../chats.ts";
 import { generationTask, type GenerationDeps } from "../generation.ts";
 import { interruptTask } from "../interrupt.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
@@ -18,6 +18,7 @@ import {
   finishError,
   finishInterruption,
   heartbeat,
+  HeldChat,
   loadChat,
   recordRetryState,
   type ChatChange,
@@ -211,7 +212,7 @@ export class Worker {
                 "took over chat",
               );
             }
-            this.#startRunner(c.chatId, c.runnerId);
+            this.#startRunner(c.chatId, c.runnerId, c.chat);
           }
         } catch (err) {
           this.#error(err, undefined, "acquire");
@@ -222,10 +223,10 @@ export class Worker {
     return this.#acquiring;
   }
 
-  #startRunner(chatId: string, runnerId: string): void {
+  #startRunner(chatId: string, runnerId: string, claimed: Chat): void {
     if (this.#stopped) return;
     this.#runners.get(chatId)?.stop();
-    const runner = new Runner(this, this.#deps, this.#o, chatId, runnerId);
+    const runner = new Runner(this, this.#deps, this.#o, chatId, runnerId, claimed);
     this.#runners.set(chatId, runner);
     this.#deps.metrics.chatsOwned.set(this.#runners.size);
     void runner.done.then(() => {
@@ -266,6 +267,10 @@ class Runner {
   #task: { fence: Fence; ac: AbortController } | undefined;
   #stopped = new AbortController();
   #wake: (() => void) | undefined;
+  /** The chat as this runner last read or wrote it: its tasks start from it. */
+  readonly #held: HeldChat;
+  /** The deps of this runner's tasks: the worker's, and what it holds. */
+  readonly #taskDeps: GenerationDeps;
 
   constructor(
     private readonly worker: Worker,
@@ -273,7 +278,11 @@ class Runner {
     private readonly o: WorkerOptions,
     readonly chatId: string,
     readonly runnerId: string,
+    claimed: Chat,
   ) {
+    this.#held = new HeldChat(deps.clock);
+    this.#held.read(claimed);
+    this.#taskDeps = { ...deps, held: this.#held };
     this.done = this.#loop().catch((err: unknown) =>
       deps.log.warn({ error: failureSummary(err), chat_id: chatId }, "runner failed"),
     );
@@ -287,6 +296,7 @@ class Runner {
 
   /** A change of status, history or owner makes the current task stale: stop its waits. */
   onChange(change: ChatChange): void {
+    this.#held.changed(change);
     const t = this.#task;
     if (
       t &&
@@ -324,19 +334,26 @@ class Runner {
     );
     if (fence.status === "interrupting") {
       try {
-        await finishInterruption(this.deps.db, fence, [], error);
+        await finishInterruption(this.deps.db, fence, [], error, this.#held);
         return;
       } catch {
         // fall through: the chat ends in error instead
       }
     }
-    await finishError(this.deps.db, fence, error).catch(() => undefined);
+    await finishError(this.deps.db, fence, error, [], this.#held).catch(() => undefined);
+  }
+
+  /** Reads the chat row (what the runner held of it is kept if the chat did not change). */
+  async #read() {
+    const chat = await loadChat(this.deps.db, this.chatId);
+    if (chat) this.#held.read(chat);
+    return chat;
   }
 
   async #loop(): Promise<void> {
     let lastSnapshot: string | undefined;
     while (!this.#stopped.signal.aborted) {
-      const chat = await loadChat(this.deps.db, this.chatId);
+      const chat = this.#held.chat ?? (await this.#read());
       if (!chat || chat.workerId !== this.worker.id || chat.runnerId !== this.runnerId) return;
       if (chat.archived || (chat.status !== "running" && chat.status !== "interrupting")) {
         await abandon(this.deps.db, this.chatId, this.worker.id, this.runnerId);
@@ -364,7 +381,7 @@ class Runner {
       const ac = new AbortController();
       this.#task = { fence, ac };
       const task = chat.status === "running" ? generationTask : interruptTask;
-      await runTaskWithRetry((signal) => task(this.deps, fence, signal), ac.signal, {
+      await runTaskWithRetry((signal) => task(this.#taskDeps, fence, signal), ac.signal, {
         clock: this.deps.clock,
         attemptTimeoutMs: this.o.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
         ...(this.o.backoffMinMs !== undefined && { backoffMinMs: this.o.backoffMinMs }),
@@ -378,11 +395,12 @@ class Runner {
             { error: failureSummary(err), chat_id: this.chatId, attempt, delay_ms: delayMs },
             "task attempt failed; retrying",
           );
-          await recordRetryState(this.deps.db, fence, {
-            attempt,
-            lastError: failureSentence(err),
-            delayMs,
-          }).catch(() => undefined);
+          await recordRetryState(
+            this.deps.db,
+            fence,
+            { attempt, lastError: failureSentence(err), delayMs },
+            this.#held,
+          ).catch(() => undefined);
         },
         onFailure: (err, why, attempts) => this.#endTask(fence, err, why, attempts),
       });
