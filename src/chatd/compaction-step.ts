@@ -100,23 +100,28 @@ export async function compact(
   deps.buffer.modelStarted(fence.chatId, opened);
   try {
     const { summary, usage } = await summarize(resolved, request, signal);
-    await commitCompaction(deps.db, attemptFence, {
-      role: "system",
-      visibility: "both",
-      content: [
-        {
-          type: "compaction",
-          summary: summary.trim() || "(The model wrote an empty summary.)",
-          messages_compacted: request.compacted,
-          prompt_tokens_before: lastStep?.promptTokens ?? null,
-          reason,
-          turn_complete: turnComplete(history),
-        },
-      ],
-      runtimeMs: deps.clock.now() - opened,
-      ...usage,
-      costMicros: costMicros(usage, resolved.prices),
-    }, deps.held);
+    await commitCompaction(
+      deps.db,
+      attemptFence,
+      {
+        role: "system",
+        visibility: "both",
+        content: [
+          {
+            type: "compaction",
+            summary: summary.trim() || "(The model wrote an empty summary.)",
+            messages_compacted: request.compacted,
+            prompt_tokens_before: lastStep?.promptTokens ?? null,
+            reason,
+            turn_complete: turnComplete(history),
+          },
+        ],
+        runtimeMs: deps.clock.now() - opened,
+        ...usage,
+        costMicros: costMicros(usage, resolved.prices),
+      },
+      deps.held,
+    );
   } catch (err) {
     // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
     // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).

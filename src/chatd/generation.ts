@@ -258,18 +258,23 @@ async function streamModelStep(
   const content = parts.parts();
   if (content.length === 0) content.push({ type: "text", text: "" });
   deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
-  await commitStep(deps.db, attemptFence, [
-    {
-      role: "assistant",
-      visibility: "both",
-      content,
-      runtimeMs,
-      ...usage,
-      costMicros: costMicros(usage, prices),
-      promptTokens,
-      contextLimit: budget.limitTokens,
-    },
-  ], deps.held);
+  await commitStep(
+    deps.db,
+    attemptFence,
+    [
+      {
+        role: "assistant",
+        visibility: "both",
+        content,
+        runtimeMs,
+        ...usage,
+        costMicros: costMicros(usage, prices),
+        promptTokens,
+        contextLimit: budget.limitTokens,
+      },
+    ],
+    deps.held,
+  );
   deps.buffer.end(chat.id);
 }
 

@@ -124,7 +124,8 @@ async function cancelBatch(
 ): Promise<NewMessage[]> {
   const client = await deps.resolveAgent(chat);
   const ageMs = await toolCallAgeMs(deps.db, open.message.id);
-  const workspaceDir = (await keptSnapshot(deps.db, chat.id, deps.held))?.snapshot.environment?.directory;
+  const workspaceDir = (await keptSnapshot(deps.db, chat.id, deps.held))?.snapshot.environment
+    ?.directory;
   // A call counts as started unless its cancel proves it never reached the agent.
   const started: boolean[] = open.calls.map(() => true);
   const results = await Promise.all(

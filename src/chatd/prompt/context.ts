@@ -42,7 +42,10 @@ export interface KeptSnapshot {
 }
 
 /** The chat's kept snapshot, or undefined before the first capture. */
-export async function loadSnapshot(q: Queryable, chatId: string): Promise<KeptSnapshot | undefined> {
+export async function loadSnapshot(
+  q: Queryable,
+  chatId: string,
+): Promise<KeptSnapshot | undefined> {
   const r = await q.query<{ snapshot: ContextSnapshot; captured_at: Date }>(
     "SELECT snapshot, captured_at FROM chat_contexts WHERE chat_id = $1",
     [chatId],

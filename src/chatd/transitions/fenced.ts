@@ -6,7 +6,14 @@
 // the fence fails. transition() (core.ts) stays for the transitions that decide in TypeScript
 // under the lock (finishing a turn, an interruption, the API's).
 
-import { ChatNotFoundError, checkFence, FenceError, rowToChat, type Chat, type Fence } from "../chats.ts";
+import {
+  ChatNotFoundError,
+  checkFence,
+  FenceError,
+  rowToChat,
+  type Chat,
+  type Fence,
+} from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
 import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
 import { CHAT_CHANNEL, changePayloadSql, loadChat } from "./core.ts";
@@ -24,6 +31,8 @@ export interface FencedChange {
    * nothing is written and fencedWriteIf answers undefined.
    */
   where?: string;
+  /** What the statement answers besides the chat's row: `expression AS name, …` (Written.also). */
+  answer?: string;
   params?: readonly unknown[];
 }
 
@@ -32,6 +41,8 @@ export interface Written {
   chat: Chat;
   /** The messages inserted, in order. */
   messages: ChatMessage[];
+  /** The statement's whole answer row (FencedChange.answer's columns among it). */
+  also: Record<string, unknown>;
 }
 
 /** The columns a message sets; each record's keys (messageRecord) are these. */
@@ -116,6 +127,7 @@ export async function fencedWriteIf(
      SELECT c.*, (SELECT count(*) FROM n) AS notified,
        (SELECT array_agg(id::text ORDER BY id) FROM m) AS message_ids,
        (SELECT array_agg(created_at ORDER BY id) FROM m) AS message_times
+       ${change.answer ? `, ${change.answer}` : ""}
      FROM c`,
     [
       fence.chatId,
@@ -145,5 +157,6 @@ export async function fencedWriteIf(
     messages: records.map((m, i) =>
       rowToMessage({ ...m, id: ids[i], chat_id: fence.chatId, created_at: times[i] }),
     ),
+    also: row,
   };
 }

@@ -77,8 +77,7 @@ export class HeldChat {
     this.#readAt = this.clock.now();
     if (this.#history && w.messages.length > 0) {
       const from = w.messages.findLastIndex((m) => m.boundary);
-      this.#history =
-        from >= 0 ? w.messages.slice(from) : [...this.#history, ...w.messages];
+      this.#history = from >= 0 ? w.messages.slice(from) : [...this.#history, ...w.messages];
     }
   }
 

@@ -16,6 +16,7 @@ import {
   type Locked,
 } from "./core.ts";
 import { fencedWrite, fencedWriteIf, type FencedChange, type Written } from "./fenced.ts";
+import type { ContextSnapshot } from "../prompt/context.ts";
 import type { HeldChat } from "./held.ts";
 import { storableJson, storableText } from "./storable.ts";
 
@@ -170,23 +171,25 @@ export async function commitCompaction(
 export async function keepContextSnapshot(
   db: Database,
   fence: Fence,
-  snapshot: unknown,
+  snapshot: ContextSnapshot,
   held?: HeldChat,
 ): Promise<void> {
-  await write(
+  const w = await write(
     db,
     fence,
     {
       ctes: [
         `k AS (INSERT INTO chat_contexts (chat_id, snapshot) SELECT c.id, $9::jsonb FROM c
-               ON CONFLICT (chat_id) DO NOTHING)`,
+               ON CONFLICT (chat_id) DO NOTHING RETURNING captured_at)`,
       ],
+      answer: "(SELECT captured_at FROM k) AS kept_at",
       params: [JSON.stringify(snapshot)],
     },
     held,
   );
-  // Which snapshot won (this one, or one kept before) the next read says.
-  if (held) held.snapshot = undefined;
+  // This one is kept unless one was kept before (which the next read finds).
+  const keptAt = w.also.kept_at as Date | null;
+  if (held) held.snapshot = keptAt ? { snapshot, capturedAt: keptAt } : undefined;
 }
 
 /** Counts a generation attempt for the current history (the stream buffer's episode key). */
