@@ -3,7 +3,7 @@
 // their lease runs out — it runs no acquisition round for their changes.
 
 import { afterEach, describe, expect, it } from "vitest";
-import type { Database, Queryable } from "../../src/chatd/db/index.ts";
+import type { Database, Queryable, Row } from "../../src/chatd/db/index.ts";
 import { loadChat } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import { startTestAgent, until } from "../support/agent.ts";
@@ -31,7 +31,11 @@ function countingClaims(db: Database): { db: Database; claims: () => number } {
       if (prop === "transaction") {
         return <T>(fn: (tx: Queryable) => Promise<T>) => target.transaction((tx) => fn(count(tx)));
       }
-      if (prop === "query") return count(target).query; // a round is one statement
+      if (prop === "query") {
+        const counted = count(target); // a round is one statement
+        return <R extends Row>(sql: string, params?: readonly unknown[]) =>
+          counted.query<R>(sql, params);
+      }
       const v = Reflect.get(target, prop, target) as unknown;
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
