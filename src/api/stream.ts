@@ -46,9 +46,18 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     let started = false;
     let refreshing = false;
     let again = false;
+    /**
+     * The history version the messages sent are complete up to (the chat's, read before them),
+     * and the highest one a change announced: messages are read only when history moved, not
+     * for the other changes of a turn (an attempt, a retry state, the owner).
+     */
+    let sentHistory: bigint | undefined;
+    let announcedHistory = 0n;
     // Subscribed before history is read: a commit after the read is announced after it.
     // A change before the first refresh is covered by it.
-    const unsubscribeChanges = await ctx.changes.subscribe(id, () => {
+    const unsubscribeChanges = await ctx.changes.subscribe(id, (change) => {
+      const v = BigInt(change.history_version);
+      if (v > announcedHistory) announcedHistory = v;
       if (started) void refresh();
     });
     const out = openLongResponse(ctx, reply, {
@@ -100,14 +109,23 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       try {
         do {
           again = false;
-          const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
-          for (const row of r.rows) {
-            const m = rowToMessage(row);
-            send("message", messageView(m), m.id);
-            lastId = m.id;
-          }
+          // The chat first: the messages read after it hold at least its history version's.
           const chat = await loadChat(ctx.db, id);
           if (!chat) return fail("The chat was deleted.");
+          const history = BigInt(chat.historyVersion);
+          if (
+            sentHistory === undefined ||
+            history > sentHistory ||
+            announcedHistory > sentHistory
+          ) {
+            const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
+            for (const row of r.rows) {
+              const m = rowToMessage(row);
+              send("message", messageView(m), m.id);
+              lastId = m.id;
+            }
+            sentHistory = history;
+          }
           const retrying = retryingOf(chat);
           const retryingJson = JSON.stringify(retrying);
           if (chat.status !== lastStatus || retryingJson !== lastRetrying) {
