@@ -6,10 +6,10 @@
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { ChatStatus } from "../chatd/chats.ts";
+import type { Chat, ChatStatus } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
-import { loadChat, retryingOf } from "../chatd/transitions/index.ts";
+import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
 import { readableChat } from "./chats.ts";
@@ -26,6 +26,26 @@ export const SSE_HEARTBEAT_MS = 15_000;
 export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
+
+/**
+ * What a stream shows of the chat, from a change's payload; undefined when the payload cannot
+ * say (a retry state to show, or a payload without these fields): the stream reads the chat.
+ */
+function shownState(
+  c: ChatChange,
+):
+  | Pick<Chat, "status" | "historyVersion" | "generationAttempt" | "workerId" | "retryState">
+  | undefined {
+  if (c.retry_state !== false || c.generation_attempt === undefined || c.worker_id === undefined)
+    return undefined;
+  return {
+    status: c.status,
+    historyVersion: c.history_version,
+    generationAttempt: c.generation_attempt,
+    workerId: c.worker_id,
+    retryState: null,
+  };
+}
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
 function lastEventId(header: string | string[] | undefined): string | undefined {
@@ -53,11 +73,15 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
      */
     let sentHistory: bigint | undefined;
     let announcedHistory = 0n;
+    /** The newest change not refreshed from yet: what the stream shows is in its payload. */
+    let latest: ChatChange | undefined;
     // Subscribed before history is read: a commit after the read is announced after it.
     // A change before the first refresh is covered by it.
     const unsubscribeChanges = await ctx.changes.subscribe(id, (change) => {
       const v = BigInt(change.history_version);
       if (v > announcedHistory) announcedHistory = v;
+      if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
+        latest = change;
       if (started) void refresh();
     });
     const out = openLongResponse(ctx, reply, {
@@ -109,8 +133,11 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       try {
         do {
           again = false;
-          // The chat first: the messages read after it hold at least its history version's.
-          const chat = await loadChat(ctx.db, id);
+          const change = latest;
+          latest = undefined;
+          // The chat's state first (the change's, else read): the messages read after it hold at
+          // least its history version's.
+          const chat = (change && shownState(change)) ?? (await loadChat(ctx.db, id));
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
           if (

@@ -24,6 +24,12 @@ export interface ChatChange {
   history_version: string;
   status: Chat["status"];
   runner_id: string | null;
+  // What a chat's event stream shows besides messages, so it need not read the chat for a
+  // change (absent from a payload of an older server: the stream reads the chat then).
+  worker_id?: string | null;
+  generation_attempt?: number;
+  /** Whether a retry state is recorded (the stream reads the chat to show it). */
+  retry_state?: boolean;
 }
 
 /**
@@ -33,7 +39,9 @@ export interface ChatChange {
 export function changePayloadSql(alias: string): string {
   return `json_build_object('chat_id', ${alias}.id, 'snapshot_version', ${alias}.snapshot_version::text,
     'history_version', ${alias}.history_version::text, 'status', ${alias}.status,
-    'runner_id', ${alias}.runner_id)::text`;
+    'runner_id', ${alias}.runner_id, 'worker_id', ${alias}.worker_id,
+    'generation_attempt', ${alias}.generation_attempt,
+    'retry_state', ${alias}.retry_state IS NOT NULL)::text`;
 }
 
 /** Sends the chat's change notification (delivered when the transaction commits). */

@@ -38,7 +38,9 @@ function isRetryStateRow(v: unknown): v is RetryStateRow {
 }
 
 /** The chat's `retrying`, or null when its current task is not failing. */
-export function retryingOf(chat: Chat): Retrying | null {
+export function retryingOf(
+  chat: Pick<Chat, "status" | "historyVersion" | "retryState">,
+): Retrying | null {
   const s = chat.retryState;
   if (chat.status !== "running" && chat.status !== "interrupting") return null;
   if (!isRetryStateRow(s) || s.status !== chat.status || s.history_version !== chat.historyVersion)
