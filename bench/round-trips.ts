@@ -15,7 +15,10 @@ export class CountingDatabase implements Database {
   readonly #db: Database;
   /** Round trips by statement key. */
   readonly counts = new Map<string, number>();
-  /** Transactions that committed. */
+  /**
+   * Transactions that committed: each BEGIN … COMMIT, and each statement sent outside one (it
+   * commits on its own, as pg_stat_database's xact_commit counts it).
+   */
   commits = 0;
   /** Counting is off until start(). */
   #on = false;
@@ -62,11 +65,13 @@ export class CountingDatabase implements Database {
 
   query<R extends Row = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
     this.#count(sql);
+    if (this.#on) this.commits += 1;
     return this.#db.query<R>(sql, params);
   }
 
   exec(sql: string): Promise<void> {
     this.#count(sql);
+    if (this.#on) this.commits += 1;
     return this.#db.exec(sql);
   }
 
