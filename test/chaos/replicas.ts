@@ -3,10 +3,9 @@
 // log, so the campaign can tell which chats a killed replica owned (a failover), and each
 // expired task attempt is counted from its log.
 
-import { randomBytes } from "node:crypto";
 import path from "node:path";
-import pg from "pg";
 import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
+import { createScratchDatabase, type ScratchDatabase } from "../support/db.ts";
 import { startTether, type TetherProcess } from "./procs.ts";
 
 export interface ReplicaOptions {
@@ -105,30 +104,6 @@ export class Replicas {
 }
 
 /** A fresh database `chaos_<random>` on the server of `url`; drop() removes it. */
-export async function createCampaignDatabase(
-  url: string,
-): Promise<{ url: string; name: string; drop(): Promise<void> }> {
-  const name = `chaos_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    name,
-    async drop() {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
+export function createCampaignDatabase(url: string): Promise<ScratchDatabase> {
+  return createScratchDatabase(url, "chaos");
 }

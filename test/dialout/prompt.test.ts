@@ -8,13 +8,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
 import { startServer, type RunningServer } from "../../src/cli/server.ts";
 import { results, settle } from "../support/chatd.ts";
-import { testDatabaseUrl } from "../support/db.ts";
+import { createScratchDatabase, testDatabaseUrl } from "../support/db.ts";
 import { registerDialoutWorkspace, startAgentProcess } from "../support/dialout.ts";
 import { startFakeProvider, type FakeChatRequest } from "../support/fake-provider.ts";
 import { waitFor } from "../support/replicas.ts";
@@ -32,21 +30,9 @@ const systemOf = (r: FakeChatRequest) => {
 
 /** A fresh database on the test Postgres for one server, dropped afterwards. */
 async function freshPostgres(): Promise<string> {
-  const base = testDatabaseUrl()!;
-  const name = `tether_dialout_prompt_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  cleanups.push(async () => {
-    const c = new pg.Client({ connectionString: base });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
-  });
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return url.toString();
+  const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_dialout_prompt");
+  cleanups.push(() => scratch.drop());
+  return scratch.url;
 }
 
 const kinds = ["pglite", "postgres"] as const;

@@ -12,7 +12,7 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSecretKey } from "../../src/chatd/secrets/index.ts";
 import { CHILD_ENV_ALLOWLIST } from "../../src/workspaces/child-env.ts";
-import { testDatabaseUrl } from "../support/db.ts";
+import { createScratchDatabase, testDatabaseUrl } from "../support/db.ts";
 import { BIN, startServerProcess } from "../support/server.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -131,20 +131,9 @@ describe("keys never enter a workspace", () => {
 
   describe.skipIf(!testDatabaseUrl())("on Postgres", () => {
     it("TETHER_POSTGRES_URL stands for --postgres-url, and neither it nor the secret key reaches a command", async () => {
-      const base = testDatabaseUrl()!;
-      const name = `tether_isolation_${randomBytes(4).toString("hex")}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      cleanups.push(async () => {
-        const c = new pg.Client({ connectionString: base });
-        await c.connect();
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await c.end();
-      });
-      const url = new URL(base);
-      url.pathname = `/${name}`;
+      const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_isolation");
+      cleanups.push(() => scratch.drop());
+      const url = new URL(scratch.url);
       url.searchParams.set("application_name", secret("url-marker"));
       const home = await tempDir();
       const ws = await tempDir();

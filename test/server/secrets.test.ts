@@ -9,7 +9,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/chatd/db/index.ts";
 import {
@@ -21,7 +20,7 @@ import {
 } from "../../src/chatd/secrets/index.ts";
 import { startServer, type RunningServer, type ServerOptions } from "../../src/cli/server.ts";
 import { useAgents } from "../support/agent.ts";
-import { testDatabaseUrl } from "../support/db.ts";
+import { createScratchDatabase, testDatabaseUrl } from "../support/db.ts";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
 import { BIN } from "../support/server.ts";
 import { terraformAvailable } from "../support/workspaces.ts";
@@ -398,20 +397,9 @@ describe("secrets at rest", () => {
 
   describe.skipIf(!testDatabaseUrl())("on Postgres", () => {
     it("a dump of the database holds no configured model key or agent token", async () => {
-      const base = testDatabaseUrl()!;
-      const name = `tether_secrets_${randomBytes(4).toString("hex")}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      cleanups.push(async () => {
-        const c = new pg.Client({ connectionString: base });
-        await c.connect();
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await c.end();
-      });
-      const url = new URL(base);
-      url.pathname = `/${name}`;
+      const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_secrets");
+      cleanups.push(() => scratch.drop());
+      const url = new URL(scratch.url);
       const fake = await startFakeProvider();
       cleanups.push(() => fake.close());
       const apiKey = secret("sk-pg");

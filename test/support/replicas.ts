@@ -4,11 +4,9 @@
 // database, even when a test failed.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
 import {
@@ -18,7 +16,7 @@ import {
   type SecretBox,
 } from "../../src/chatd/secrets/index.ts";
 import type { Database } from "../../src/chatd/db/types.ts";
-import { testDatabaseUrl } from "./db.ts";
+import { createScratchDatabase, testDatabaseUrl } from "./db.ts";
 import { startFakeProvider, type FakeChatRequest, type FakeProvider } from "./fake-provider.ts";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
@@ -174,26 +172,9 @@ export async function startCluster(): Promise<Cluster> {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   };
   try {
-    const name = `tether_replicas_${process.pid}_${randomBytes(4).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: base });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE DATABASE ${name}`);
-    } finally {
-      await admin.end();
-    }
-    cleanups.push(async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    });
-    const u = new URL(base);
-    u.pathname = `/${name}`;
-    const dbUrl = u.toString();
+    const scratch = await createScratchDatabase(base, `tether_replicas_${process.pid}`);
+    cleanups.push(() => scratch.drop());
+    const dbUrl = scratch.url;
     const db = await openPostgres({ url: dbUrl, poolSize: 2 });
     cleanups.push(() => db.close());
     await migrate(db);
