@@ -10,7 +10,7 @@ import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { startBatch } from "./batch-start.ts";
 import { batchMessages } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
-import type { Chat, Fence } from "./chats.ts";
+import { FenceError, type Chat, type Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import { chatSnapshot, compact } from "./compaction-step.ts";
 import {
@@ -35,6 +35,7 @@ import {
 } from "./prompt/index.ts";
 import type { StreamBuffer } from "./stream.ts";
 import type { HeldChat } from "./transitions/index.ts";
+import { AttemptTimeoutError } from "./worker/retry.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
   commitStep,
@@ -209,72 +210,80 @@ async function streamModelStep(
   // The model window: from just before the stream opens until it is fully read.
   const opened = deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
-  const result = streamText({
-    model,
-    system: systemPrompt(snapshot),
-    messages: toModelMessages(history),
-    tools: toolDeclarations(),
-    abortSignal: signal,
-    // The worker retries (and honours Retry-After); the SDK's default onError would print the
-    // whole error, the prompt in it, to the console.
-    maxRetries: 0,
-    onError: () => undefined,
-  });
-  let usage = { inputTokens: 0, outputTokens: 0 };
-  let promptTokens = 0;
-  for await (const p of result.fullStream) {
-    switch (p.type) {
-      case "text-delta":
-        parts.text(p.text);
-        deps.buffer.append(chat.id, { type: "text-delta", text: p.text });
-        break;
-      case "reasoning-delta":
-        parts.reasoning(p.text);
-        deps.buffer.append(chat.id, { type: "reasoning-delta", text: p.text });
-        break;
-      case "tool-call": {
-        const call = { tool_call_id: p.toolCallId, tool_name: p.toolName, args: p.input };
-        parts.toolCall(call);
-        deps.buffer.append(chat.id, { type: "tool-call", ...call });
-        break;
+  try {
+    const result = streamText({
+      model,
+      system: systemPrompt(snapshot),
+      messages: toModelMessages(history),
+      tools: toolDeclarations(),
+      abortSignal: signal,
+      // The worker retries (and honours Retry-After); the SDK's default onError would print the
+      // whole error, the prompt in it, to the console.
+      maxRetries: 0,
+      onError: () => undefined,
+    });
+    let usage = { inputTokens: 0, outputTokens: 0 };
+    let promptTokens = 0;
+    for await (const p of result.fullStream) {
+      switch (p.type) {
+        case "text-delta":
+          parts.text(p.text);
+          deps.buffer.append(chat.id, { type: "text-delta", text: p.text });
+          break;
+        case "reasoning-delta":
+          parts.reasoning(p.text);
+          deps.buffer.append(chat.id, { type: "reasoning-delta", text: p.text });
+          break;
+        case "tool-call": {
+          const call = { tool_call_id: p.toolCallId, tool_name: p.toolName, args: p.input };
+          parts.toolCall(call);
+          deps.buffer.append(chat.id, { type: "tool-call", ...call });
+          break;
+        }
+        case "finish":
+          usage = {
+            inputTokens: p.totalUsage.inputTokens ?? 0,
+            outputTokens: p.totalUsage.outputTokens ?? 0,
+          };
+          promptTokens = promptTokensOf(p.totalUsage);
+          break;
+        case "error":
+          throw p.error instanceof Error ? p.error : new Error(String(p.error));
+        default:
+          break;
       }
-      case "finish":
-        usage = {
-          inputTokens: p.totalUsage.inputTokens ?? 0,
-          outputTokens: p.totalUsage.outputTokens ?? 0,
-        };
-        promptTokens = promptTokensOf(p.totalUsage);
-        break;
-      case "error":
-        throw p.error instanceof Error ? p.error : new Error(String(p.error));
-      default:
-        break;
     }
+    // A stream cut off by our own abort (a stop, an attempt timeout, a stale task) ends with an
+    // `abort` part rather than an error: what it holds is not the model's answer.
+    signal.throwIfAborted();
+    const runtimeMs = deps.clock.now() - opened;
+    const content = parts.parts();
+    if (content.length === 0) content.push({ type: "text", text: "" });
+    deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
+    await commitStep(
+      deps.db,
+      attemptFence,
+      [
+        {
+          role: "assistant",
+          visibility: "both",
+          content,
+          runtimeMs,
+          ...usage,
+          costMicros: costMicros(usage, prices),
+          promptTokens,
+          contextLimit: budget.limitTokens,
+        },
+      ],
+      deps.held,
+    );
+  } catch (err) {
+    // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
+    // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).
+    const stopped = signal.aborted && !(signal.reason instanceof AttemptTimeoutError);
+    if (!stopped && !(err instanceof FenceError)) deps.buffer.end(chat.id);
+    throw err;
   }
-  // A stream cut off by our own abort (a stop, an attempt timeout, a stale task) ends with an
-  // `abort` part rather than an error: what it holds is not the model's answer.
-  signal.throwIfAborted();
-  const runtimeMs = deps.clock.now() - opened;
-  const content = parts.parts();
-  if (content.length === 0) content.push({ type: "text", text: "" });
-  deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
-  await commitStep(
-    deps.db,
-    attemptFence,
-    [
-      {
-        role: "assistant",
-        visibility: "both",
-        content,
-        runtimeMs,
-        ...usage,
-        costMicros: costMicros(usage, prices),
-        promptTokens,
-        contextLimit: budget.limitTokens,
-      },
-    ],
-    deps.held,
-  );
   deps.buffer.end(chat.id);
 }
 

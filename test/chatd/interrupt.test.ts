@@ -9,8 +9,13 @@ import { randomInt } from "node:crypto";
 import { expect, it } from "vitest";
 import type { ChatMessage, MessagePart } from "../../src/chatd/messages.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { editMessage, interrupt, loadHistory } from "../../src/chatd/transitions/index.ts";
-import type { ProcessInfo } from "../../src/contract/index.ts";
+import {
+  editMessage,
+  interrupt,
+  loadChat,
+  loadHistory,
+} from "../../src/chatd/transitions/index.ts";
+import { ManualClock, type ProcessInfo } from "../../src/contract/index.ts";
 import { until, type TestAgent } from "../support/agent.ts";
 import { results, settle, startChat, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
@@ -174,6 +179,31 @@ describeDatabases("interrupt", (db) => {
     expect(text).toMatchObject({ type: "text", text: expect.stringMatching(/^Let/) });
     expect(history[1]!.runtimeMs).toBeGreaterThan(0);
     expect(buffer.parts(chatId)).toEqual([]);
+  });
+
+  it("a timed-out attempt's streamed text is neither kept nor billed when the user interrupts its retry's wait", async () => {
+    // CHATD.md 9: retried and errored attempts bill nothing. The attempt streams a few words,
+    // hangs and times out; the retry waits a minute on the manual clock; the interrupt comes then.
+    const clock = new ManualClock();
+    const buffer = new StreamBuffer();
+    const { fake, setup } = await env(db, {
+      buffer,
+      clock,
+      attemptTimeoutMs: 5_000,
+      backoffMinMs: 60_000,
+      backoffMaxMs: 60_000,
+    });
+    fake.script({ text: "Let me think about this carefully", hangAfterChunks: 3 });
+    const chatId = await startChat(db(), setup, "go");
+    await until(() => buffer.parts(chatId).some((e) => e.part.type === "text-delta"), 10_000);
+    clock.advance(5_000); // the attempt times out
+    await until(async () => (await loadChat(db(), chatId))!.retryState !== null, 10_000);
+    clock.advance(4_000);
+    await interrupt(db(), chatId);
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(history.map((m) => m.role)).toEqual(["user"]);
+    expect(history.reduce((ms, m) => ms + m.runtimeMs, 0)).toBe(0);
   });
 
   it("keeps complete tool calls streamed before the interrupt, each with a result saying it did not run", async () => {

@@ -108,6 +108,9 @@ describeDatabases("transitions", (db) => {
           history_version: chat.historyVersion,
           status: "running",
           runner_id: fence.runnerId,
+          worker_id: fence.workerId,
+          generation_attempt: chat.generationAttempt,
+          retry_state: false,
         },
       ]);
     } finally {
