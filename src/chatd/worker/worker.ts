@@ -7,35 +7,27 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
-import type { Chat, Fence } from "../chats.ts";
-import { generationTask, type GenerationDeps } from "../generation.ts";
-import { interruptTask } from "../interrupt.ts";
+import type { Chat } from "../chats.ts";
+import type { GenerationDeps } from "../generation.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
   abandon,
   acquire,
   CHAT_CHANNEL,
-  finishError,
-  finishInterruption,
   heartbeat,
-  HeldChat,
-  loadChat,
-  recordRetryState,
   type ChatChange,
 } from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
-import { failureSentence, failureSummary } from "./failure.ts";
-import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
+import { failureSummary } from "./failure.ts";
+import { Runner, type RunnerOptions } from "./runner.ts";
 
 export const DEFAULT_LEASE_MS = 300_000;
 export const DEFAULT_HEARTBEAT_MS = 30_000;
 export const ACQUIRE_INTERVAL_MS = 1_000;
 /** How many chats one acquisition round claims at most. */
 export const ACQUIRE_LIMIT = 100;
-/** A runner whose task ended without changing the chat waits this long before it looks again. */
-export const IDLE_RECHECK_MS = 1_000;
-
-export interface WorkerOptions extends Omit<GenerationDeps, "clock" | "log" | "metrics"> {
+export interface WorkerOptions
+  extends Omit<GenerationDeps, "clock" | "log" | "metrics">, RunnerOptions {
   clock?: Clock;
   /**
    * Where the worker logs (it binds `replica`, its ID): tool calls, takeovers, interrupts,
@@ -48,19 +40,6 @@ export interface WorkerOptions extends Omit<GenerationDeps, "clock" | "log" | "m
   leaseMs?: number;
   heartbeatMs?: number;
   acquireIntervalMs?: number;
-  attemptTimeoutMs?: number;
-  backoffMinMs?: number;
-  backoffMaxMs?: number;
-  /**
-   * A task whose attempts keep failing gives up this long after its first failure (default
-   * RETRY_LIMIT_MS, 10 minutes): a turn ends in `error` with `last_error`, an interruption is
-   * committed with `unknown` results.
-   */
-  retryLimitMs?: number;
-  /** ... or after this many failures in a row (default RETRY_MAX_ATTEMPTS). */
-  retryMaxAttempts?: number;
-  /** The longest Retry-After of a provider that is waited out (default RETRY_AFTER_MAX_MS). */
-  retryAfterMaxMs?: number;
 }
 
 export class Worker {
@@ -226,7 +205,7 @@ export class Worker {
   #startRunner(chatId: string, runnerId: string, claimed: Chat): void {
     if (this.#stopped) return;
     this.#runners.get(chatId)?.stop();
-    const runner = new Runner(this, this.#deps, this.#o, chatId, runnerId, claimed);
+    const runner = new Runner(this.id, this.#deps, this.#o, chatId, runnerId, claimed);
     this.#runners.set(chatId, runner);
     this.#deps.metrics.chatsOwned.set(this.#runners.size);
     void runner.done.then(() => {
@@ -257,154 +236,6 @@ export class Worker {
       await sweepReplicas(this.#deps.db, this.#o.leaseMs ?? DEFAULT_LEASE_MS);
     } catch (err) {
       this.#error(err, undefined, "replica heartbeat");
-    }
-  }
-}
-
-/** Follows one owned chat's snapshot and runs the task its status calls for. */
-class Runner {
-  readonly done: Promise<void>;
-  #task: { fence: Fence; ac: AbortController } | undefined;
-  #stopped = new AbortController();
-  #wake: (() => void) | undefined;
-  /** The chat as this runner last read or wrote it: its tasks start from it. */
-  readonly #held: HeldChat;
-  /** The deps of this runner's tasks: the worker's, and what it holds. */
-  readonly #taskDeps: GenerationDeps;
-
-  constructor(
-    private readonly worker: Worker,
-    private readonly deps: GenerationDeps,
-    private readonly o: WorkerOptions,
-    readonly chatId: string,
-    readonly runnerId: string,
-    claimed: Chat,
-  ) {
-    this.#held = new HeldChat(deps.clock);
-    this.#held.read(claimed);
-    this.#taskDeps = { ...deps, held: this.#held };
-    this.done = this.#loop().catch((err: unknown) =>
-      deps.log.warn({ error: failureSummary(err), chat_id: chatId }, "runner failed"),
-    );
-  }
-
-  stop(): void {
-    this.#stopped.abort();
-    this.#task?.ac.abort();
-    this.#wake?.();
-  }
-
-  /** A change of status, history or owner makes the current task stale: stop its waits. */
-  onChange(change: ChatChange): void {
-    this.#held.changed(change);
-    const t = this.#task;
-    if (
-      t &&
-      (change.status !== t.fence.status ||
-        change.history_version !== t.fence.historyVersion ||
-        change.runner_id !== this.runnerId)
-    ) {
-      t.ac.abort();
-    }
-    this.#wake?.();
-  }
-
-  /**
-   * Ends a task that failed for good or for too long. A turn ends in `error`; an interruption
-   * is committed with an honest `unknown` result for every call still without one (it always
-   * ends), or, if even that cannot be written, in `error`.
-   */
-  async #endTask(
-    fence: Fence,
-    err: unknown,
-    why: "permanent" | "gave_up",
-    attempts: number,
-  ): Promise<void> {
-    const error = {
-      message: failureSentence(err),
-      ...(why === "gave_up" && {
-        detail: `Gave up after ${attempts} failed attempt${attempts === 1 ? "" : "s"} in a row.`,
-      }),
-    };
-    this.deps.log.warn(
-      { error: failureSummary(err), chat_id: this.chatId, attempts, why },
-      fence.status === "interrupting"
-        ? "interrupt task failed; the interruption ends with unknown results"
-        : "task failed; the turn ends in error",
-    );
-    if (fence.status === "interrupting") {
-      try {
-        await finishInterruption(this.deps.db, fence, [], error, this.#held);
-        return;
-      } catch {
-        // fall through: the chat ends in error instead
-      }
-    }
-    await finishError(this.deps.db, fence, error, [], this.#held).catch(() => undefined);
-  }
-
-  /** Reads the chat row (what the runner held of it is kept if the chat did not change). */
-  async #read() {
-    const chat = await loadChat(this.deps.db, this.chatId);
-    if (chat) this.#held.read(chat);
-    return chat;
-  }
-
-  async #loop(): Promise<void> {
-    let lastSnapshot: string | undefined;
-    while (!this.#stopped.signal.aborted) {
-      const chat = this.#held.chat ?? (await this.#read());
-      if (!chat || chat.workerId !== this.worker.id || chat.runnerId !== this.runnerId) return;
-      if (chat.archived || (chat.status !== "running" && chat.status !== "interrupting")) {
-        await abandon(this.deps.db, this.chatId, this.worker.id, this.runnerId);
-        return;
-      }
-      if (chat.snapshotVersion === lastSnapshot) {
-        // The last task ended without changing anything: wait for a change, then look again.
-        await new Promise<void>((resolve) => {
-          const t = this.deps.clock.setTimer(IDLE_RECHECK_MS, resolve);
-          this.#wake = () => {
-            t.cancel();
-            resolve();
-          };
-        });
-        this.#wake = undefined;
-      }
-      lastSnapshot = chat.snapshotVersion;
-      const fence: Fence = {
-        chatId: chat.id,
-        workerId: this.worker.id,
-        runnerId: this.runnerId,
-        status: chat.status,
-        historyVersion: chat.historyVersion,
-      };
-      const ac = new AbortController();
-      this.#task = { fence, ac };
-      const task = chat.status === "running" ? generationTask : interruptTask;
-      await runTaskWithRetry((signal) => task(this.#taskDeps, fence, signal), ac.signal, {
-        clock: this.deps.clock,
-        attemptTimeoutMs: this.o.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,
-        ...(this.o.backoffMinMs !== undefined && { backoffMinMs: this.o.backoffMinMs }),
-        ...(this.o.backoffMaxMs !== undefined && { backoffMaxMs: this.o.backoffMaxMs }),
-        ...(this.o.retryLimitMs !== undefined && { retryLimitMs: this.o.retryLimitMs }),
-        ...(this.o.retryMaxAttempts !== undefined && { maxAttempts: this.o.retryMaxAttempts }),
-        ...(this.o.retryAfterMaxMs !== undefined && { retryAfterMaxMs: this.o.retryAfterMaxMs }),
-        onRetry: async (err, attempt, delayMs) => {
-          // Never the error itself: a model error carries the prompt, a query error its values.
-          this.deps.log.warn(
-            { error: failureSummary(err), chat_id: this.chatId, attempt, delay_ms: delayMs },
-            "task attempt failed; retrying",
-          );
-          await recordRetryState(
-            this.deps.db,
-            fence,
-            { attempt, lastError: failureSentence(err), delayMs },
-            this.#held,
-          ).catch(() => undefined);
-        },
-        onFailure: (err, why, attempts) => this.#endTask(fence, err, why, attempts),
-      });
-      this.#task = undefined;
     }
   }
 }
