@@ -3,7 +3,7 @@
 
 import { streamText } from "ai";
 import { costMicros } from "./billing.ts";
-import { FenceError, type Chat, type Fence } from "./chats.ts";
+import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
 import { turnComplete, type ChatMessage, type CompactionPart } from "./messages.ts";
 import {
@@ -14,7 +14,7 @@ import {
   type ContextBudget,
   type ContextSnapshot,
 } from "./prompt/index.ts";
-import { AttemptTimeoutError } from "./worker/retry.ts";
+import { attemptStopped } from "./worker/retry.ts";
 import {
   commitCompaction,
   keepContextSnapshot,
@@ -123,10 +123,8 @@ export async function compact(
       deps.held,
     );
   } catch (err) {
-    // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
-    // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).
-    const stopped = signal.aborted && !(signal.reason instanceof AttemptTimeoutError);
-    if (!stopped && !(err instanceof FenceError)) deps.buffer.end(fence.chatId);
+    // A stopped attempt's episode stays for the interrupt to bill; a failed one bills nothing.
+    if (!attemptStopped(err, signal)) deps.buffer.end(fence.chatId);
     throw err;
   }
   deps.buffer.end(fence.chatId);

@@ -10,7 +10,7 @@ import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { startBatch } from "./batch-start.ts";
 import { batchMessages } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
-import { FenceError, type Chat, type Fence } from "./chats.ts";
+import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
 import { chatSnapshot, compact } from "./compaction-step.ts";
 import {
@@ -35,7 +35,7 @@ import {
 } from "./prompt/index.ts";
 import type { StreamBuffer } from "./stream.ts";
 import type { HeldChat } from "./transitions/index.ts";
-import { AttemptTimeoutError } from "./worker/retry.ts";
+import { attemptStopped } from "./worker/retry.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
   commitStep,
@@ -278,10 +278,8 @@ async function streamModelStep(
       deps.held,
     );
   } catch (err) {
-    // The episode stays for an interrupt to bill (this task was stopped, or the chat moved
-    // under its commit); a failed or timed-out attempt bills nothing (CHATD.md 9).
-    const stopped = signal.aborted && !(signal.reason instanceof AttemptTimeoutError);
-    if (!stopped && !(err instanceof FenceError)) deps.buffer.end(chat.id);
+    // A stopped attempt's episode stays for the interrupt to bill; a failed one bills nothing.
+    if (!attemptStopped(err, signal)) deps.buffer.end(chat.id);
     throw err;
   }
   deps.buffer.end(chat.id);

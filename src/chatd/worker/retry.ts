@@ -8,6 +8,7 @@
 // replays what already ran.
 
 import { sleep, type Clock } from "../../contract/index.ts";
+import { FenceError } from "../chats.ts";
 import {
   isExpectedExit,
   isPermanent,
@@ -56,6 +57,18 @@ export class AttemptTimeoutError extends Error {
   constructor(ms: number) {
     super(`The task attempt ran out of its ${ms} ms.`);
   }
+}
+
+/**
+ * Whether a model attempt that threw `err` was stopped — its task aborted for another reason
+ * than its own timeout (an interrupt, a changed snapshot), or its commit lost to the chat moving
+ * under it — rather than failed. A stopped attempt's stream episode stays for the interrupt
+ * task to bill; a failed or timed-out one bills nothing (CHATD.md 9).
+ */
+export function attemptStopped(err: unknown, signal: AbortSignal): boolean {
+  return (
+    (signal.aborted && !(signal.reason instanceof AttemptTimeoutError)) || err instanceof FenceError
+  );
 }
 
 export async function runTaskWithRetry(
