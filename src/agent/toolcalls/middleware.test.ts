@@ -264,7 +264,7 @@ describe("tool call middleware", () => {
   });
 
   it("a published answer wins over a client that went away", async () => {
-    const record = new ToolCallRecord(Buffer.alloc(0), 0, false);
+    const record = new ToolCallRecord("", 0, false);
     record.publish(jsonAnswer(200, { done: true }));
     const destroyedReply = {
       raw: { destroyed: true, once: () => undefined, off: () => undefined },

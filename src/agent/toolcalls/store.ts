@@ -39,8 +39,11 @@ export class ToolCallRecord {
   readonly done: Promise<Answer> = new Promise((resolve) => (this.#resolve = resolve));
 
   constructor(
-    /** SHA-256 of the request's input; never changes after the record is inserted. */
-    readonly inputHash: Buffer,
+    /**
+     * SHA-256 of the request's input, its 32 bytes as a Latin-1 string (a short string takes a
+     * fraction of a Buffer's heap, and a store holds one per chat); never changes.
+     */
+    readonly inputHash: string,
     /** Store-clock instant the request entered: the run's start. Never changes. */
     readonly createdAt: number,
     /** True when a cancel inserted the record: the call never ran and never will. */
@@ -121,18 +124,18 @@ export class ToolCallStore {
   /** Start, edit or write: run once, replay, or refuse. */
   beginRun(key: ToolCallKey, inputHash: Buffer, ageMs: number, now: number): RunDecision {
     const d = this.decide(key, ageMs, now);
+    const hash = inputHash.toString("latin1");
     switch (d.kind) {
       case "refused":
         return d;
       case "found":
         if (d.record.canceled) return { kind: "refused", code: "tool_call_canceled" };
-        if (!d.record.inputHash.equals(inputHash))
-          return { kind: "refused", code: "input_mismatch" };
+        if (d.record.inputHash !== hash) return { kind: "refused", code: "input_mismatch" };
         return { kind: "replay", record: d.record };
       case "not_found":
         return {
           kind: "run",
-          record: this.#insert(key, new ToolCallRecord(inputHash, now, false)),
+          record: this.#insert(key, new ToolCallRecord(hash, now, false)),
         };
       default:
         return assertNever(d);
@@ -150,7 +153,7 @@ export class ToolCallStore {
           ? { kind: "never_started" }
           : { kind: "started", record: d.record };
       case "not_found":
-        this.#insert(key, new ToolCallRecord(Buffer.alloc(0), now, true));
+        this.#insert(key, new ToolCallRecord("", now, true));
         return { kind: "never_started" };
       default:
         return assertNever(d);
