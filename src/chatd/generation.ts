@@ -134,7 +134,7 @@ export async function generationTask(
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
   const kept = await chatSnapshot(deps, fence, chat, signal);
   if (kept === "kept") return; // its own action: the next task calls the model with it
-  return callModel(deps, fence, chat, history, signal, resolved, budgetOf(resolved), kept);
+  return callModel(deps, fence, chat, history, signal, resolved, kept);
 }
 
 /**
@@ -174,20 +174,20 @@ async function callModel(
   history: ChatMessage[],
   signal: AbortSignal,
   resolved: ResolvedModel,
-  budget: ContextBudget,
   snapshot: ContextSnapshot,
 ): Promise<void> {
   try {
-    await streamModelStep(deps, fence, chat, history, signal, resolved, budget, snapshot);
+    await streamModelStep(deps, fence, chat, history, signal, resolved, snapshot);
   } catch (err) {
     if (signal.aborted || !isContextTooLong(err)) throw err;
     // The provider refused the prompt as too long: compact and try again, once. Right after a
-    // compaction (or with nothing to compact) the turn fails with a clear last_error.
+    // compaction (or with nothing to compact) the turn fails with a clear last_error. The
+    // failed step's episode is already ended (streamModelStep).
+    const budget = budgetOf(resolved);
     const justCompacted = history.at(-1)?.boundary === true;
     if (justCompacted || !compactionDue(history, "context_too_long", budget)) {
       throw new ContextTooLongError(budget.limitTokens);
     }
-    deps.buffer.end(chat.id);
     await compact(deps, fence, history, resolved, budget, "context_too_long", signal);
   }
 }
@@ -199,9 +199,9 @@ async function streamModelStep(
   history: ChatMessage[],
   signal: AbortSignal,
   resolved: ResolvedModel,
-  budget: ContextBudget,
   snapshot: ContextSnapshot,
 ): Promise<void> {
+  const budget = budgetOf(resolved);
   const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);

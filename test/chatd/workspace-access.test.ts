@@ -94,23 +94,30 @@ describeDatabases("a workspace its chat's owner may no longer use", (db) => {
     };
   }
 
+  /**
+   * The member's chat runs a long command (running when this resolves); the model's next step
+   * asks for `touch marker.txt`.
+   */
+  async function memberRunsLongCommand(e: Env, message: string) {
+    const long = longCommand();
+    e.fake.script(
+      {
+        toolCalls: [{ id: "a", name: "execute", args: { command: long.command, timeout: "30s" } }],
+      },
+      { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
+    );
+    const chatId = await newChat(e, e.api.memberToken, message);
+    await until(() => long.running(e.agent), 10_000);
+    return { long, chatId };
+  }
+
   const commands = (a: TestAgent) => a.allProcesses().map((p) => p.command);
 
   it(
     "unshared while a member's command runs: the member's next call is not run, nothing new runs there, the turn ends in error; the owner's own chat still runs",
     async () => {
       const e = await env();
-      const long = longCommand();
-      e.fake.script(
-        {
-          toolCalls: [
-            { id: "a", name: "execute", args: { command: long.command, timeout: "30s" } },
-          ],
-        },
-        { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
-      );
-      const chatId = await newChat(e, e.api.memberToken, "build it");
-      await until(() => long.running(e.agent), 10_000);
+      const { long, chatId } = await memberRunsLongCommand(e, "build it");
       await patchWorkspace(e.api, e.workspaceId, { shared: false });
       expect(long.running(e.agent)).toBe(true); // unshared while it ran
 
@@ -200,17 +207,7 @@ describeDatabases("a workspace its chat's owner may no longer use", (db) => {
     "a disabled owner's chat sends no more tool calls",
     async () => {
       const e = await env();
-      const long = longCommand();
-      e.fake.script(
-        {
-          toolCalls: [
-            { id: "a", name: "execute", args: { command: long.command, timeout: "30s" } },
-          ],
-        },
-        { toolCalls: [{ id: "b", name: "execute", args: { command: "touch marker.txt" } }] },
-      );
-      const chatId = await newChat(e, e.api.memberToken, "go");
-      await until(() => long.running(e.agent), 10_000);
+      const { chatId } = await memberRunsLongCommand(e, "go");
       const off = await e.api.request("PATCH", `/api/v1/users/${e.api.memberId}`, {
         token: e.api.adminToken,
         body: { disabled: true },

@@ -13,7 +13,7 @@ import {
   type MessagePart,
   type NewMessage,
 } from "../messages.ts";
-import { storableParts } from "./storable.ts";
+import { insertMessagesSql, messageRecord } from "./message-rows.ts";
 
 /** LISTEN/NOTIFY channel of chat changes; the payload is a JSON {@link ChatChange}. */
 export const CHAT_CHANNEL = "tether_chats";
@@ -83,37 +83,18 @@ export async function transition<T>(
 }
 
 export async function insertMessages(l: Locked, messages: NewMessage[]): Promise<ChatMessage[]> {
-  const inserted: ChatMessage[] = [];
-  for (const m of messages) {
-    const r = await l.tx.query(
-      `INSERT INTO chat_messages (chat_id, role, visibility, content, created_by, input_tokens, output_tokens, runtime_ms, cost_micros, revision, prompt_tokens, context_limit, boundary)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
-      [
-        l.chat.id,
-        m.role,
-        m.visibility,
-        // Text the database cannot store is replaced here, for every message of every transition.
-        JSON.stringify(storableParts(m.content)),
-        m.createdBy ?? null,
-        m.inputTokens ?? 0,
-        m.outputTokens ?? 0,
-        Math.round(m.runtimeMs ?? 0),
-        m.costMicros ?? 0,
-        m.revision ?? 0,
-        m.promptTokens ?? null,
-        m.contextLimit ?? null,
-        m.boundary ?? false,
-      ],
-    );
-    inserted.push(rowToMessage(r.rows[0]!));
-  }
-  if (messages.length > 0) {
-    await l.tx.query(
-      // History moved: the task that was failing (if any) is done, and so is its retry state.
-      "UPDATE chats SET history_version = $2, generation_attempt = 0, retry_state = NULL WHERE id = $1",
-      [l.chat.id, l.version],
-    );
-  }
+  if (messages.length === 0) return [];
+  const r = await l.tx.query(
+    `${insertMessagesSql({ chatId: "$1::uuid", records: "$2" })} RETURNING *`,
+    [l.chat.id, JSON.stringify(messages.map(messageRecord))],
+  );
+  // RETURNING keeps no order: the IDs do (they increase in the records' order).
+  const inserted = r.rows.map(rowToMessage).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  await l.tx.query(
+    // History moved: the task that was failing (if any) is done, and so is its retry state.
+    "UPDATE chats SET history_version = $2, generation_attempt = 0, retry_state = NULL WHERE id = $1",
+    [l.chat.id, l.version],
+  );
   return inserted;
 }
 

@@ -17,7 +17,7 @@ import {
 import type { Queryable } from "../db/index.ts";
 import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
 import { CHAT_CHANNEL, changePayloadSql, loadChat } from "./core.ts";
-import { storableParts } from "./storable.ts";
+import { insertMessagesSql, messageRecord } from "./message-rows.ts";
 
 export interface FencedChange {
   /** Messages to insert: history moves (history_version, generation_attempt 0, no retry state). */
@@ -43,40 +43,6 @@ export interface Written {
   messages: ChatMessage[];
   /** The statement's whole answer row (FencedChange.answer's columns among it). */
   also: Record<string, unknown>;
-}
-
-/** The columns a message sets; each record's keys (messageRecord) are these. */
-const COLUMNS = [
-  "role",
-  "visibility",
-  "content",
-  "created_by",
-  "input_tokens",
-  "output_tokens",
-  "runtime_ms",
-  "cost_micros",
-  "revision",
-  "prompt_tokens",
-  "context_limit",
-  "boundary",
-];
-
-function messageRecord(m: NewMessage): Record<string, unknown> {
-  return {
-    role: m.role,
-    visibility: m.visibility,
-    // Text the database cannot store is replaced here, as insertMessages does.
-    content: storableParts(m.content),
-    created_by: m.createdBy ?? null,
-    input_tokens: m.inputTokens ?? 0,
-    output_tokens: m.outputTokens ?? 0,
-    runtime_ms: Math.round(m.runtimeMs ?? 0),
-    cost_micros: m.costMicros ?? 0,
-    revision: m.revision ?? 0,
-    prompt_tokens: m.promptTokens ?? null,
-    context_limit: m.contextLimit ?? null,
-    boundary: m.boundary ?? false,
-  };
 }
 
 /** Writes `change` if the chat still matches `fence`; throws FenceError (or not found) if not. */
@@ -112,12 +78,7 @@ export async function fencedWriteIf(
          AND history_version = $5
          AND ($6::int IS NULL OR generation_attempt = $6::int)${change.where ? ` AND (${change.where})` : ""}
        RETURNING *)`,
-    // Each record typed as a chat_messages row, inserted in the records' order.
-    `m AS (INSERT INTO chat_messages (chat_id, ${COLUMNS.join(", ")})
-       SELECT c.id, ${COLUMNS.map((k) => `r.${k}`).join(", ")} FROM c
-         CROSS JOIN jsonb_array_elements($8::jsonb) WITH ORDINALITY AS e(v, n)
-         CROSS JOIN LATERAL jsonb_populate_record(NULL::chat_messages, e.v) AS r
-       ORDER BY e.n
+    `m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })}
        RETURNING id, created_at)`,
     `n AS (SELECT pg_notify($7, ${changePayloadSql("c")}) FROM c)`,
     ...(change.ctes ?? []),
