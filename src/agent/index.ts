@@ -2,10 +2,10 @@
 export {
   AGENT_API_VERSION,
   AGENT_VERSION,
-  JSON_BODY_LIMIT_BYTES,
   WRITE_FILE_BODY_LIMIT_BYTES,
   createAgentServer,
   type AgentServer,
   type AgentServerOptions,
 } from "./server.ts";
+export { JSON_BODY_LIMIT_BYTES } from "./http-edge.ts";
 export { AGE_MARGIN_MS, ToolCallStore } from "./toolcalls/store.ts";

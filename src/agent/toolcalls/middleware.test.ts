@@ -4,7 +4,7 @@ import { ManualClock, RUN_AGE_HEADER } from "../../contract/index.ts";
 import { headerValues, rawRequest } from "../../../test/support/http.ts";
 import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../../../test/support/toolcall.ts";
 import { jsonAnswer, type Answer } from "../answer.ts";
-import { agentFastify } from "../server.ts";
+import { agentFastify } from "../http-edge.ts";
 import { cancelRoute } from "./cancel.ts";
 import { inputHash, waitForRecord, withToolCalls, type RequestInput } from "./middleware.ts";
 import { ToolCallRecord, ToolCallStore, type ToolCallContext } from "./store.ts";
