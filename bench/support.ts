@@ -37,6 +37,13 @@ export function startChild(
   args: string[],
   o: { stderr?: number } = {},
 ): Promise<Child> {
+  // BENCH_CHILD_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") runs each child under
+  // node with those flags, to profile the server or agent a benchmark measures.
+  const nodeArgs = process.env.BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  if (nodeArgs.length > 0 && command !== process.execPath) {
+    args = [...nodeArgs, command, ...args];
+    command = process.execPath;
+  }
   const proc = spawn(command, args, {
     cwd: ROOT,
     stdio: ["ignore", "pipe", o.stderr ?? "inherit"],

@@ -7,9 +7,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { rowToChat, type Chat } from "../chatd/chats.ts";
+import type { Queryable } from "../chatd/db/index.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import {
-  createChat,
+  createChatIn,
   editMessage,
   interrupt,
   loadChat,
@@ -119,16 +120,17 @@ async function refuseLostWorkspace(ctx: ApiContext, user: User, chat: Chat): Pro
 
 async function resolveWorkspace(
   ctx: ApiContext,
+  q: Queryable,
   user: User,
   id: string | undefined,
 ): Promise<string | null> {
   if (id !== undefined) {
-    if (!(await findWorkspace(ctx.db, user, id))) throw notFound("Workspace", id, "workspace_id");
+    if (!(await findWorkspace(q, user, id))) throw notFound("Workspace", id, "workspace_id");
     return id;
   }
   const chosen = (await ctx.defaultWorkspaceId?.()) ?? null;
   if (chosen !== null) return chosen;
-  const r = await ctx.db.query(
+  const r = await q.query(
     "SELECT * FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
   // The default only for whoever may use it: the local workspace is its owner's.
@@ -136,16 +138,20 @@ async function resolveWorkspace(
   return row && canUseWorkspace(user, row) ? (row.id as string) : null;
 }
 
-async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {
+async function resolveModel(
+  ctx: ApiContext,
+  q: Queryable,
+  id: string | undefined,
+): Promise<string | null> {
   if (id !== undefined) {
     // A disabled model is as good as unknown to a new chat.
-    const r = await ctx.db.query("SELECT 1 FROM model_configs WHERE id = $1 AND enabled", [id]);
+    const r = await q.query("SELECT 1 FROM model_configs WHERE id = $1 AND enabled", [id]);
     if (r.rows.length === 0) throw notFound("Model config", id, "model_id");
     return id;
   }
   const chosen = (await ctx.defaultModelConfigId?.()) ?? null;
   if (chosen !== null) return chosen;
-  const r = await ctx.db.query<{ id: string }>(
+  const r = await q.query<{ id: string }>(
     "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
   return r.rows[0]?.id ?? null;
@@ -161,22 +167,26 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/chats", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewChatBody, request.body ?? {}, "body");
-    const chat = await createChat(ctx.db, {
-      ownerId: user.id,
-      workspaceId: await resolveWorkspace(ctx, user, body.workspace_id),
-      modelConfigId: await resolveModel(ctx, body.model_id),
-      ...(body.title !== undefined && { title: body.title }),
-      ...(body.message !== undefined && { message: body.message }),
-    });
-    await audit(ctx.db, request, {
-      userId: user.id,
-      action: "chat.create",
-      target: chat.id,
-      details: {
-        workspace_id: chat.workspaceId,
-        model_id: chat.modelConfigId,
-        ...(body.message !== undefined && { message_bytes: Buffer.byteLength(body.message) }),
-      },
+    // The checks, the chat, its first message and the audit entry: one transaction.
+    const chat = await ctx.db.transaction(async (tx) => {
+      const chat = await createChatIn(tx, {
+        ownerId: user.id,
+        workspaceId: await resolveWorkspace(ctx, tx, user, body.workspace_id),
+        modelConfigId: await resolveModel(ctx, tx, body.model_id),
+        ...(body.title !== undefined && { title: body.title }),
+        ...(body.message !== undefined && { message: body.message }),
+      });
+      await audit(tx, request, {
+        userId: user.id,
+        action: "chat.create",
+        target: chat.id,
+        details: {
+          workspace_id: chat.workspaceId,
+          model_id: chat.modelConfigId,
+          ...(body.message !== undefined && { message_bytes: Buffer.byteLength(body.message) }),
+        },
+      });
+      return chat;
     });
     return reply.code(201).send(chatView(chat));
   });

@@ -57,7 +57,6 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/stream", async (request, reply) => {
     const { id } = parse(IdParams, request.params, "path");
     const query = parse(StreamQuery, request.query, "query");
-    const chat = await readableChat(ctx, request, id);
 
     let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     let lastStatus: ChatStatus | undefined;
@@ -84,6 +83,13 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         latest = change;
       if (started) void refresh();
     });
+    // Read after subscribing, so the first refresh starts from it: a later commit is announced.
+    const chat = await readableChat(ctx, request, id).catch((err: unknown) => {
+      unsubscribeChanges();
+      throw err;
+    });
+    /** The chat as read above, for the first refresh (unless a change came since). */
+    let first: Chat | undefined = chat;
     const out = openLongResponse(ctx, reply, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
@@ -137,7 +143,9 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           latest = undefined;
           // The chat's state first (the change's, else read): the messages read after it hold at
           // least its history version's.
-          const chat = (change && shownState(change)) ?? (await loadChat(ctx.db, id));
+          const chat =
+            (change && shownState(change)) ?? (!change && first) ?? (await loadChat(ctx.db, id));
+          first = undefined;
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
           if (

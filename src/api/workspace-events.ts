@@ -27,9 +27,12 @@ export async function watchWorkspace(
   send: (e: WorkspaceEvent) => void,
   pollMs: number = WORKSPACE_EVENT_POLL_MS,
 ): Promise<() => void> {
-  if (!workspaceId) return () => undefined;
+  if (!workspaceId || ctx.workspaces?.registered.has(workspaceId)) return () => undefined;
   const first = await workspaceState(ctx.db, workspaceId);
-  if (!first) return () => undefined;
+  if (!first) {
+    ctx.workspaces?.registered.add(workspaceId);
+    return () => undefined;
+  }
   const release = ctx.workspaces?.activity.hold(workspaceId);
   let closed = false;
   let last = "";

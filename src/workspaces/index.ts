@@ -70,6 +70,9 @@ export class WorkspaceServices {
     });
   }
 
+  /** Workspaces seen without a template: never read again to wait for them or follow them. */
+  readonly registered = new Set<string>();
+
   /** The generation task's wait before a model step (GenerationDeps.workspaceReady). */
   readonly workspaceReady = (
     chat: Chat,
@@ -78,7 +81,13 @@ export class WorkspaceServices {
     signal: AbortSignal,
   ): Promise<boolean> =>
     awaitWorkspace(
-      { db: this.#o.db, agents: this.#o.agents, clock: this.#clock, ...this.#o.readiness },
+      {
+        db: this.#o.db,
+        agents: this.#o.agents,
+        clock: this.#clock,
+        registered: this.registered,
+        ...this.#o.readiness,
+      },
       chat,
       history,
       fence,

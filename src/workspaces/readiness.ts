@@ -37,6 +37,11 @@ export interface ReadinessOptions {
   pollMs?: number;
   warmUpMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * Workspaces seen without a template (registered by URL; a workspace never changes kind):
+   * nothing to wait for, so they are not read again.
+   */
+  registered?: Set<string>;
 }
 
 /** What the turn does next. */
@@ -115,7 +120,7 @@ export async function awaitWorkspace(
   signal: AbortSignal,
 ): Promise<boolean> {
   const workspaceId = chat.workspaceId;
-  if (!workspaceId) return true;
+  if (!workspaceId || o.registered?.has(workspaceId)) return true;
   const startedAt = turnStart(chat, history);
   const limits = {
     warmUpMs: o.warmUpMs ?? AGENT_WARM_UP_MS,
@@ -125,7 +130,11 @@ export async function awaitWorkspace(
   for (;;) {
     signal.throwIfAborted();
     const w = await workspaceState(o.db, workspaceId);
-    if (!w) return true; // a registered workspace, or none any more: the tools say which
+    if (!w) {
+      // A registered workspace, or none any more: the tools say which.
+      o.registered?.add(workspaceId);
+      return true;
+    }
     // One its owner may no longer use is neither started, waited for nor kept active for the
     // chat: the model step's tool calls are refused (workspace-access.ts).
     if (!usableBy(chat.ownerId, { shared: w.shared, owner_id: w.ownerId })) return true;

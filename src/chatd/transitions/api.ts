@@ -2,10 +2,17 @@
 // message, interrupt. Each is one transaction through core.ts's `transition`.
 
 import { randomUUID } from "node:crypto";
-import { MessageNotEditableError, titleOf, type Chat } from "../chats.ts";
+import { MessageNotEditableError, rowToChat, titleOf, type Chat } from "../chats.ts";
 import type { Database, Queryable } from "../db/index.ts";
 import type { MessagePart } from "../messages.ts";
-import { loadChat, startTurn, transition, type Locked, type UserInput } from "./core.ts";
+import {
+  loadChat,
+  notifyChange,
+  startTurn,
+  transition,
+  type Locked,
+  type UserInput,
+} from "./core.ts";
 import { storableParts, storableText } from "./storable.ts";
 
 export interface CreateChatInput {
@@ -18,19 +25,31 @@ export interface CreateChatInput {
 }
 
 export async function createChat(db: Database, input: CreateChatInput): Promise<Chat> {
-  const id = randomUUID();
-  await db.query(
-    `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title) VALUES ($1, $2, $3, $4, $5)`,
+  return db.transaction((tx) => createChatIn(tx, input));
+}
+
+/**
+ * Creates the chat inside the caller's transaction `tx` (whatever else it writes commits with
+ * it). The insert is the chat's first transition: its row is locked by it, at version 1; with a
+ * message the turn starts in the same transaction, and the change is notified on commit.
+ */
+export async function createChatIn(tx: Queryable, input: CreateChatInput): Promise<Chat> {
+  const r = await tx.query(
+    `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title, snapshot_version)
+     VALUES ($1, $2, $3, $4, $5, 1) RETURNING *`,
     [
-      id,
+      randomUUID(),
       input.ownerId,
       input.workspaceId,
       input.modelConfigId,
       storableText(input.title ?? titleOf(input.message ?? "")),
     ],
   );
-  if (input.message !== undefined) await sendMessage(db, id, input.ownerId, input.message, "queue");
-  return (await loadChat(db, id))!;
+  const created = rowToChat(r.rows[0]!);
+  if (input.message === undefined) return created;
+  const l: Locked = { tx, chat: created, version: created.snapshotVersion, history: [] };
+  await startTurn(l, { content: textContent(input.message), createdBy: input.ownerId });
+  return notifyChange(tx, created.id);
 }
 
 export interface SendResult {

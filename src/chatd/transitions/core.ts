@@ -44,12 +44,17 @@ export function changePayloadSql(alias: string): string {
     'retry_state', ${alias}.retry_state IS NOT NULL)::text`;
 }
 
-/** Sends the chat's change notification (delivered when the transaction commits). */
-export async function notifyChange(tx: Queryable, chatId: string): Promise<void> {
-  await tx.query(`SELECT pg_notify($1, ${changePayloadSql("chats")}) FROM chats WHERE id = $2`, [
-    CHAT_CHANNEL,
-    chatId,
-  ]);
+/**
+ * Sends the chat's change notification (delivered when the transaction commits); answers the
+ * chat row it was built from.
+ */
+export async function notifyChange(tx: Queryable, chatId: string): Promise<Chat> {
+  const r = await tx.query(
+    `SELECT pg_notify($1, ${changePayloadSql("chats")}), chats.* FROM chats WHERE id = $2`,
+    [CHAT_CHANNEL, chatId],
+  );
+  if (r.rows.length === 0) throw new ChatNotFoundError(chatId);
+  return rowToChat(r.rows[0]!);
 }
 
 /**
@@ -60,6 +65,8 @@ export interface Locked {
   tx: Queryable;
   chat: Chat;
   version: string;
+  /** The history since the boundary, when the caller has it (a new chat's is empty). */
+  history?: ChatMessage[];
 }
 
 export async function transition<T>(
@@ -82,20 +89,26 @@ export async function transition<T>(
   });
 }
 
-export async function insertMessages(l: Locked, messages: NewMessage[]): Promise<ChatMessage[]> {
+/**
+ * Inserts the messages and moves the chat's history to `l.version`, in one statement; `set`
+ * adds assignments to that update of the chat row (a row is updated once per statement).
+ */
+export async function insertMessages(
+  l: Locked,
+  messages: NewMessage[],
+  set = "",
+): Promise<ChatMessage[]> {
   if (messages.length === 0) return [];
   const r = await l.tx.query(
-    `${insertMessagesSql({ chatId: "$1::uuid", records: "$2" })} RETURNING *`,
-    [l.chat.id, JSON.stringify(messages.map(messageRecord))],
+    // History moved: the task that was failing (if any) is done, and so is its retry state.
+    `WITH m AS (${insertMessagesSql({ chatId: "$1::uuid", records: "$2" })} RETURNING *),
+       c AS (UPDATE chats SET history_version = $3, generation_attempt = 0, retry_state = NULL${set}
+             WHERE id = $1)
+     SELECT * FROM m`,
+    [l.chat.id, JSON.stringify(messages.map(messageRecord)), l.version],
   );
   // RETURNING keeps no order: the IDs do (they increase in the records' order).
-  const inserted = r.rows.map(rowToMessage).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
-  await l.tx.query(
-    // History moved: the task that was failing (if any) is done, and so is its retry state.
-    "UPDATE chats SET history_version = $2, generation_attempt = 0, retry_state = NULL WHERE id = $1",
-    [l.chat.id, l.version],
-  );
-  return inserted;
+  return r.rows.map(rowToMessage).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
 }
 
 /** The chat's history as the model and the worker see it (deleted messages left out). */
@@ -138,7 +151,7 @@ export async function answerOutstanding(
   l: Locked,
   why: "turn_ended" | "interrupted" = "turn_ended",
 ): Promise<void> {
-  const open = unresolvedToolCalls(await loadModelHistory(l.tx, l.chat.id));
+  const open = unresolvedToolCalls(l.history ?? (await loadModelHistory(l.tx, l.chat.id)));
   if (!open) return;
   await insertMessages(
     l,
@@ -187,20 +200,19 @@ export async function startTurn(l: Locked, input: UserInput): Promise<ChatMessag
     const old = replaced.rows.find((m) => m.id === input.editOf);
     revision = (old?.revision ?? 0) + 1;
   }
-  const [m] = await insertMessages(l, [
-    {
-      role: "user",
-      visibility: "both",
-      content: input.content,
-      createdBy: input.createdBy,
-      revision,
-    },
-  ]);
-  await l.tx.query(
-    "UPDATE chats SET status = 'running', last_error = NULL, retry_state = NULL WHERE id = $1",
-    [l.chat.id],
-  );
   // A chat that runs again is not archived (no worker acquires an archived chat).
-  await l.tx.query("UPDATE chats SET archived = false WHERE id = $1 AND archived", [l.chat.id]);
+  const [m] = await insertMessages(
+    l,
+    [
+      {
+        role: "user",
+        visibility: "both",
+        content: input.content,
+        createdBy: input.createdBy,
+        revision,
+      },
+    ],
+    ", status = 'running', last_error = NULL, archived = false",
+  );
   return m!;
 }
