@@ -24,8 +24,11 @@ import { loadState, saveState } from "./state.ts";
 import { templateFiles } from "./templates.ts";
 import { runTerraform, type TemplateVariables, type TerraformResult } from "./terraform.ts";
 
-/** Pending builds are looked for this often (and at once when one is queued). */
-export const BUILD_POLL_MS = 1_000;
+/**
+ * Pending builds and expired leases are looked for this often; a queued build is claimed at
+ * once through its notification, so this only bounds a lost one (and an idle server's load).
+ */
+export const BUILD_POLL_MS = 5_000;
 /** Builds one replica runs at once. */
 export const MAX_CONCURRENT_BUILDS = 4;
 /** Log output is written to the database at least this often while a build runs. */
