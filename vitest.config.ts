@@ -60,6 +60,7 @@ const DB = [
   "src/api/template-max-ttl.test.ts",
   "src/api/usage.test.ts",
   "src/workspaces/agent-tokens.test.ts",
+  "src/workspaces/lifecycle.test.ts",
   "src/workspaces/readiness-access.test.ts",
   "test/chatd/cost.test.ts",
   "test/chatd/db-errors.test.ts",

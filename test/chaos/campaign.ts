@@ -139,9 +139,24 @@ class Campaign {
   }
 
   /** An API call to a live replica (`pick` chooses which), trying the others if it dies. */
-  async api<T>(method: string, route: string, body?: unknown, pick?: Rng): Promise<T> {
+  /**
+   * A request to a live replica, tried again on another when it fails. `beforeRetry` runs
+   * before each retry and may answer instead: a request whose answer was lost may have been
+   * done (its replica killed after the commit).
+   */
+  async api<T>(
+    method: string,
+    route: string,
+    body?: unknown,
+    pick?: Rng,
+    beforeRetry?: () => Promise<T | undefined>,
+  ): Promise<T> {
     let lastErr: unknown;
     for (let attempt = 0; attempt < 20; attempt++) {
+      if (attempt > 0 && beforeRetry) {
+        const done = await beforeRetry().catch(() => undefined);
+        if (done !== undefined) return done;
+      }
       const live = this.replicas.live;
       if (live.length === 0) {
         await sleep(200);
@@ -295,10 +310,23 @@ class Campaign {
       const chats: { id: string; agent: string }[] = [];
       const interrupted = new Set<string>();
       for (const { plan, agent } of chatPlans) {
-        const c = await this.api<{ id: string }>("POST", "/api/v1/chats", {
-          workspace_id: workspaces[agent],
-          message: `${PLAN_PREFIX}${plan.key}`,
-        });
+        // Titled by its plan: a POST whose answer was lost may have made the chat, and a second
+        // chat of one plan would run its commands again, on the same markers.
+        const made = async () =>
+          (
+            await this.api<{ chats: { id: string; title: string }[] }>("GET", "/api/v1/chats")
+          ).chats.find((c) => c.title === plan.key);
+        const c = await this.api<{ id: string }>(
+          "POST",
+          "/api/v1/chats",
+          {
+            workspace_id: workspaces[agent],
+            title: plan.key,
+            message: `${PLAN_PREFIX}${plan.key}`,
+          },
+          undefined,
+          made,
+        );
         chats.push({ id: c.id, agent: agents[agent]!.name });
       }
       this.stats.chats += chats.length;

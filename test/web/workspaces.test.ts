@@ -20,6 +20,7 @@ import {
   EXAMPLES,
   startWorkspaceServer,
   terraformAvailable,
+  waitFor,
 } from "../support/workspaces.ts";
 
 const cleanup = useCleanups();
@@ -92,6 +93,27 @@ describe.skipIf(CHROMIUM === undefined || !HAS_TERRAFORM)("web UI: template work
     await expect(page.getByTestId("workspace-banner").count()).resolves.toBe(0);
     await shot(page, "chat-ran-desktop");
 
+    // Its buttons on the workspaces page: stop it, start it again, delete it (confirmed).
+    await waitFor("the chat's turn to end", async () => {
+      const { chats } = await s.api<{ chats: { status: string }[] }>("GET", "/api/v1/chats");
+      return chats.every((c) => c.status !== "running");
+    });
+    await page.getByRole("link", { name: "Workspaces" }).first().click();
+    const status = (re: RegExp) =>
+      ws.getByTestId("workspace-status").filter({ hasText: re }).waitFor({ timeout: 60_000 });
+    await ws.getByRole("button", { name: "Stop web-box" }).click();
+    await status(/^stopped$/);
+    await ws.getByRole("button", { name: "Start web-box" }).click();
+    await status(/^running$/);
+    await ws.getByRole("button", { name: "Delete web-box" }).click();
+    await ws.getByRole("button", { name: "Delete workspace" }).click();
+    await ws.waitFor({ state: "detached", timeout: 60_000 });
+    expect(
+      (await s.api<{ workspaces: { name: string }[] }>("GET", "/api/v1/workspaces")).workspaces.map(
+        (w) => w.name,
+      ),
+    ).not.toContain("web-box");
+
     // A new chat that makes its own workspace from the template.
     await page.getByRole("link", { name: "Chats" }).click();
     await page.getByRole("button", { name: "New chat" }).click();
@@ -116,6 +138,17 @@ describe.skipIf(CHROMIUM === undefined || !HAS_TERRAFORM)("web UI: template work
     await page.getByRole("link", { name: "Usage" }).click();
     await page.getByTestId("workspace-usage").getByText("workspaces ran").first().waitFor();
     await shot(page, "usage-desktop");
+    // The builds' runs are what it reports: the owner's running time, per user and per day.
+    type UsageRows = { rows: { email?: string; day?: string; workspace_runtime_ms: number }[] };
+    const byUser = await s.api<UsageRows>("GET", "/api/v1/usage?group_by=user");
+    expect(byUser.rows.find((r) => r.email === "owner@example.com")).toMatchObject({
+      workspace_runtime_ms: expect.any(Number),
+    });
+    expect(
+      byUser.rows.find((r) => r.email === "owner@example.com")!.workspace_runtime_ms,
+    ).toBeGreaterThan(0);
+    const byDay = await s.api<UsageRows>("GET", "/api/v1/usage?group_by=day");
+    expect(byDay.rows.some((r) => r.day !== undefined && r.workspace_runtime_ms > 0)).toBe(true);
 
     // The workspaces page at phone size.
     await page.setViewportSize(PHONE);
