@@ -14,6 +14,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   api,
   BIN,
+  chatReaches,
   startServerProcess,
   workspaceIn,
   type ServerProcess,
@@ -115,6 +116,22 @@ describe("tether chat", () => {
     expect((await toolResults(id))[0]).toMatchObject({ status: "canceled", output: "early\n" });
   }, 60_000);
 
+  it("a second Ctrl-C during the interrupt leaves at once (exit 130); the interrupt still happens", async () => {
+    const d = uniqueSleep();
+    const chat = pty([`$ echo early; sleep ${d}`], { rows: 24, cols: 80 });
+    await chat.waitFor("the live output", (o) => /^ {2}early$/m.test(o) && sleepRunning(d));
+    chat.type("\x03");
+    await chat.waitFor("the interrupt", (o) => o.includes("Interrupting… (Ctrl-C again to exit)"));
+    chat.type("\x03");
+    expect(await chat.exit).toBe(130);
+    const out = chat.screen();
+    const id = chatIdIn(out)!;
+    expect(out).toContain(`Resume with: tether chat --server ${server.url} --chat ${id}`);
+    await chatReaches(server.url, token, id, "waiting");
+    expect(sleepRunning(d)).toBe(false);
+    expect((await toolResults(id))[0]).toMatchObject({ status: "canceled", output: "early\n" });
+  }, 60_000);
+
   it("on a terminal without a size (0×0) it runs no spinner, finishes and prints the answer", async () => {
     const chat = pty(["$ echo no-size; sleep 1; echo done"], { rows: 0, cols: 0 });
     expect(await chat.exit).toBe(0);
@@ -154,7 +171,7 @@ describe("tether chat", () => {
     expect(output.join("")).toMatch(/^one\n/); // read while the command ran
   }, 60_000);
 
-  it("an interactive session: a message, /help, Ctrl-C interrupts the running turn, Ctrl-C at the prompt leaves; Ctrl-D leaves too", async () => {
+  it("an interactive session: a message, /help, /compact, Ctrl-C interrupts the running turn, Ctrl-C at the prompt leaves; Ctrl-D leaves too", async () => {
     const session = pty([], { rows: 24, cols: 80 });
     await session.waitFor("the prompt", (o) => o.includes("> "));
     session.type("$ echo first-message\r");
@@ -162,6 +179,14 @@ describe("tether chat", () => {
     await session.waitFor("the prompt again", (o) => /> [^\n]*$/.test(o));
     session.type("/help\r");
     await session.waitFor("the help", (o) => o.includes("/compact"));
+    // /compact folds the history so far: the demo model's summary, then the prompt again.
+    session.type("/compact\r");
+    await session.waitFor("the compaction", (o) =>
+      /^── compacted \d+ messages; the model continues from this summary:\nSummary \(demo model\)/m.test(
+        o,
+      ),
+    );
+    await session.waitFor("the prompt after /compact", (o) => /> [^\n]*$/.test(o));
     const d = uniqueSleep();
     session.type(`$ echo second; sleep ${d}\r`);
     await session.waitFor(

@@ -168,6 +168,21 @@ describe.skipIf(CHROMIUM === undefined)("web UI chat pages", () => {
     cleanup(() => shot(phone, "chats-last-phone").catch(() => undefined));
     await signIn(phone, server.url);
     await shot(phone, "chats-list-phone");
+    // The missing chat and the unknown address on a phone too.
+    const phoneStreams: string[] = [];
+    phone.on("request", (r) => {
+      if (r.url().includes("/stream")) phoneStreams.push(r.url());
+    });
+    await phone.goto(`${server.url}/chats/${MISSING}`);
+    await phone.getByRole("heading", { name: "Chat not found" }).waitFor();
+    await expect(phone.getByLabel("Message").count()).resolves.toBe(0);
+    await phone.waitForTimeout(2_500);
+    expect(phoneStreams).toEqual([]);
+    await shot(phone, "chat-not-found-phone");
+    await phone.goto(`${server.url}/no/such/page`);
+    await phone.getByRole("heading", { name: "Page not found" }).waitFor();
+    await expect(phone.title()).resolves.toBe("Page not found · Tether");
+    await shot(phone, "not-found-phone");
     await phone.goto(`${server.url}/chats/${chat.id}`);
     await phone.getByTestId("tool-card").and(phone.locator('[data-state="background"]')).waitFor();
     await phone.getByText("Started.").waitFor();

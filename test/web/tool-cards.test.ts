@@ -45,7 +45,36 @@ const MARKDOWN = [
 /** One message's turn: the step that calls the tools, then the answer after their results. */
 const turn = (step: FakeStep, answer = "Done."): FakeStep[] => [step, { text: answer }];
 
+/** The little of the DOM cardShot uses in the page (the tests are typed without the DOM). */
+interface CardElement {
+  scrollIntoView(o: { block: "center" }): void;
+  getBoundingClientRect(): { left: number; top: number; right: number; bottom: number };
+  contains(other: unknown): boolean;
+  ownerDocument: { elementFromPoint(x: number, y: number): { className: string } | null };
+}
+
+/**
+ * A card's screenshot as the card looks: centred on the screen first, and checked that nothing
+ * (the sticky composer, the header) is drawn over it near its corners.
+ */
 async function cardShot(card: Locator, name: string): Promise<void> {
+  const covered = await card.evaluate((node) => {
+    const e = node as unknown as CardElement;
+    e.scrollIntoView({ block: "center" });
+    const r = e.getBoundingClientRect();
+    // Inside the corners by more than their rounding.
+    const points: [number, number][] = [
+      [r.left + 12, r.top + 12],
+      [r.right - 12, r.top + 12],
+      [r.left + 12, r.bottom - 12],
+      [r.right - 12, r.bottom - 12],
+    ];
+    return points
+      .map(([x, y]) => e.ownerDocument.elementFromPoint(x, y))
+      .filter((hit) => hit === null || !e.contains(hit))
+      .map((hit) => hit?.className ?? "nothing");
+  });
+  expect(covered, `${name}: drawn over the card`).toEqual([]);
   await card.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
 }
 
@@ -259,17 +288,28 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
       await phone.evaluate<number>("document.documentElement.scrollWidth"),
     ).toBeLessThanOrEqual(390);
     await cardShot(phone.locator(".msg.assistant").first(), "markdown-phone");
-    const names = [
-      "failed",
-      "ansi",
-      "20000-lines-collapsed",
-      "read-file",
-      "write-file",
-      "edit-files",
-    ];
+    const names = ["failed", "ansi", "background", "read-file", "write-file", "edit-files"];
     for (const [i, name] of names.entries())
       await cardShot(phoneCards.nth(i), `tool-${name}-phone`);
     await shot(phone, "cards-phone");
+    // The 20,000 lines on a phone: the Processes tab, collapsed to the last lines, then all.
+    await phone.getByRole("button", { name: /^Processes/ }).click();
+    const phoneProc = phone.getByTestId("process").filter({ hasText: "echo first" });
+    await phoneProc.getByRole("button", { name: "Output" }).click();
+    const phoneLong = phoneProc.getByTestId("process-output");
+    await phoneLong
+      .locator(".lines-label", { hasText: "Output · 20,000 lines, last 15 shown" })
+      .waitFor();
+    expect((await phoneLong.locator("pre.output").textContent())!.split("\n")).toHaveLength(15);
+    await cardShot(phoneLong, "tool-20000-lines-collapsed-phone");
+    await phoneLong.getByRole("button", { name: "Show all" }).click();
+    const phoneAll = phoneLong.getByTestId("virtual-lines");
+    await phoneAll.locator(".row", { hasText: "first" }).waitFor();
+    expect(await phoneAll.locator(".row").count()).toBeLessThan(100);
+    await cardShot(phoneLong, "tool-20000-lines-all-phone");
+    expect(
+      await phone.evaluate<number>("document.documentElement.scrollWidth"),
+    ).toBeLessThanOrEqual(390);
     expect(errors).toEqual([]);
   }, 180_000);
 });
