@@ -138,9 +138,8 @@ class Campaign {
     this.stats.faultsByKind[kind] = (this.stats.faultsByKind[kind] ?? 0) + n;
   }
 
-  /** An API call to a live replica (`pick` chooses which), trying the others if it dies. */
   /**
-   * A request to a live replica, tried again on another when it fails. `beforeRetry` runs
+   * An API call to a live replica (`pick` chooses which), tried again on another when it fails. `beforeRetry` runs
    * before each retry and may answer instead: a request whose answer was lost may have been
    * done (its replica killed after the commit).
    */
