@@ -143,9 +143,9 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           latest = undefined;
           // The chat's state first (the change's, else read): the messages read after it hold at
           // least its history version's.
-          const chat =
-            (change && shownState(change)) ?? (!change && first) ?? (await loadChat(ctx.db, id));
+          const known = change ? shownState(change) : first;
           first = undefined;
+          const chat = known ?? (await loadChat(ctx.db, id));
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
           if (

@@ -19,6 +19,7 @@ import {
   type AgentRequestRecord,
   type AgentTransport,
 } from "../contract/index.ts";
+import type { ConfigCache } from "./config-cache.ts";
 import type { Queryable } from "./db/index.ts";
 import { agentConnection, type AgentConnectionInfo } from "./dialout/registry.ts";
 import { SLOTS, type SecretBox } from "./secrets/index.ts";
@@ -38,6 +39,8 @@ export interface AgentPoolOptions {
    * (isPublicAddress) by default.
    */
   memberAgentAddresses?: AddressPolicy;
+  /** Holds the workspaces' agent addresses between requests (read every time without it). */
+  config?: ConfigCache;
 }
 
 /** A dial-out agent's state: connected (with the agent process's uptime) or not. */
@@ -91,14 +94,17 @@ export class AgentPool {
    * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
-    const r = await this.#db.query<{
-      agent_url: string | null;
-      agent_token: string | null;
-      url_checked_as: UrlCheckedAs;
-    }>("SELECT agent_url, agent_token, url_checked_as FROM workspaces WHERE id = $1", [
-      workspaceId,
-    ]);
-    const row = r.rows[0];
+    const read = async () =>
+      (
+        await this.#db.query<{
+          agent_url: string | null;
+          agent_token: string | null;
+          url_checked_as: UrlCheckedAs;
+        }>("SELECT agent_url, agent_token, url_checked_as FROM workspaces WHERE id = $1", [
+          workspaceId,
+        ])
+      ).rows[0];
+    const row = await (this.#o.config?.read("workspaces", workspaceId, read) ?? read());
     if (!row) return undefined;
     if (row.agent_url === null) return this.#dialout(workspaceId);
     const w = {

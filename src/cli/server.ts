@@ -2,6 +2,7 @@
 // default, or Postgres), the worker that drives chats, the HTTP API, and the local workspace
 // agent it supervises. `startServer` is also what tests run in-process.
 
+import { ConfigCache } from "../chatd/config-cache.ts";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type { LanguageModel } from "ai";
@@ -228,7 +229,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...o.agentHub,
   });
   // One client per agent for the worker's tool calls and the API's process reads alike.
-  const agents = new AgentPool(db, { secrets, onRequest, dialout: agentHub });
+  // Model configurations and agent addresses, held until a trigger says they changed.
+  const config = new ConfigCache(o.clock);
+  await config.listen(db);
+  const agents = new AgentPool(db, { secrets, onRequest, dialout: agentHub, config });
   // Template workspaces: builds, idle stop, and the wait of a turn for its workspace.
   const workspaces = new WorkspaceServices({
     db,
@@ -257,23 +261,25 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
     toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
     resolveModel: async (chat: Chat) => {
-      const r = await db.query<{
-        id: string;
-        provider: string;
-        model: string;
-        base_url: string | null;
-        api_key: string | null;
-        updated_at: Date;
-        input_price_per_mtok_micros: string | number;
-        output_price_per_mtok_micros: string | number;
-        context_limit: number | null;
-        compact_threshold_percent: number | null;
-      }>(
-        chat.modelConfigId
-          ? "SELECT * FROM model_configs WHERE id = $1"
-          : "SELECT * FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
-        chat.modelConfigId ? [chat.modelConfigId] : [],
-      );
+      const read = () =>
+        db.query<{
+          id: string;
+          provider: string;
+          model: string;
+          base_url: string | null;
+          api_key: string | null;
+          updated_at: Date;
+          input_price_per_mtok_micros: string | number;
+          output_price_per_mtok_micros: string | number;
+          context_limit: number | null;
+          compact_threshold_percent: number | null;
+        }>(
+          chat.modelConfigId
+            ? "SELECT * FROM model_configs WHERE id = $1"
+            : "SELECT * FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
+          chat.modelConfigId ? [chat.modelConfigId] : [],
+        );
+      const r = await config.read("model_configs", chat.modelConfigId ?? "default", read);
       const c = r.rows[0];
       if (!c)
         throw new Error(

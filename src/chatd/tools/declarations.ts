@@ -2,7 +2,7 @@
 // schemas. Declarations carry no `execute`, so the AI SDK returns the calls and chatd runs
 // them itself, under the contract, with exactly one result each.
 
-import { tool, type Tool } from "ai";
+import { tool, zodSchema, type Tool } from "ai";
 import { z } from "zod";
 import { assertNever } from "../../contract/index.ts";
 
@@ -118,19 +118,33 @@ const DESCRIPTIONS: Record<ToolName, string> = {
     "paths start at the workspace directory; the result gives the absolute paths.",
 };
 
-/** The AI SDK `tools` object: descriptions and input schemas only, no `execute`. */
-export function toolDeclarations() {
+function declare() {
   const d = DESCRIPTIONS;
+  // Each input schema wrapped once: the AI SDK derives the JSON schema of a wrapped one the
+  // first time it is sent and keeps it, where a bare zod schema is converted on every request.
   const i = TOOL_INPUTS;
   return {
-    execute: tool({ description: d.execute, inputSchema: i.execute }),
-    process_output: tool({ description: d.process_output, inputSchema: i.process_output }),
-    process_list: tool({ description: d.process_list, inputSchema: i.process_list }),
-    process_signal: tool({ description: d.process_signal, inputSchema: i.process_signal }),
-    read_file: tool({ description: d.read_file, inputSchema: i.read_file }),
-    write_file: tool({ description: d.write_file, inputSchema: i.write_file }),
-    edit_files: tool({ description: d.edit_files, inputSchema: i.edit_files }),
+    execute: tool({ description: d.execute, inputSchema: zodSchema(i.execute) }),
+    process_output: tool({
+      description: d.process_output,
+      inputSchema: zodSchema(i.process_output),
+    }),
+    process_list: tool({ description: d.process_list, inputSchema: zodSchema(i.process_list) }),
+    process_signal: tool({
+      description: d.process_signal,
+      inputSchema: zodSchema(i.process_signal),
+    }),
+    read_file: tool({ description: d.read_file, inputSchema: zodSchema(i.read_file) }),
+    write_file: tool({ description: d.write_file, inputSchema: zodSchema(i.write_file) }),
+    edit_files: tool({ description: d.edit_files, inputSchema: zodSchema(i.edit_files) }),
   } satisfies Record<ToolName, Tool>;
+}
+
+let declared: ReturnType<typeof declare> | undefined;
+
+/** The AI SDK `tools` object: descriptions and input schemas only, no `execute`. */
+export function toolDeclarations(): ReturnType<typeof declare> {
+  return (declared ??= declare());
 }
 
 export function isToolName(name: string): name is ToolName {

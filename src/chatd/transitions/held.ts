@@ -6,8 +6,6 @@
 // runner reads again. It is dropped on any change the runner did not write itself (a
 // notification, or a write that shows a version in between), and the chat row is re-read
 // once it is `maxAgeMs` old, so even a lost notification goes unseen for that long at most.
-// What a task derives from other rows — the chat's model, its workspace's agent — is held the
-// same `maxAgeMs` at most (`memo`), and forgotten when an attempt fails, so a retry reads again.
 
 import type { Clock } from "../../contract/index.ts";
 import type { Chat, Fence } from "../chats.ts";
@@ -28,7 +26,6 @@ export class HeldChat {
   #readAt = 0;
   /** The highest snapshot version a notification announced. */
   #announced = 0n;
-  readonly #memo = new Map<string, { at: number; value: Promise<unknown> }>();
 
   constructor(
     private readonly clock: Clock,
@@ -94,27 +91,6 @@ export class HeldChat {
     this.#chat = undefined;
     this.#history = undefined;
     this.#snapshot = undefined;
-  }
-
-  /**
-   * `load()`'s answer for `key`, as held when it was loaded at most `maxAgeMs` ago. A load that
-   * fails is not held.
-   */
-  memo<T>(key: string, load: () => Promise<T>): Promise<T> {
-    const now = this.clock.now();
-    const held = this.#memo.get(key);
-    if (held && now - held.at <= this.maxAgeMs) return held.value as Promise<T>;
-    const value = load();
-    this.#memo.set(key, { at: now, value });
-    value.catch(() => {
-      if (this.#memo.get(key)?.value === value) this.#memo.delete(key);
-    });
-    return value;
-  }
-
-  /** After a failed attempt: what was derived is read again. */
-  forget(): void {
-    this.#memo.clear();
   }
 }
 

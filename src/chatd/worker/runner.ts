@@ -60,15 +60,7 @@ export class Runner {
   ) {
     this.#held = new HeldChat(deps.clock);
     this.#held.read(claimed);
-    const held = this.#held;
-    this.#taskDeps = {
-      ...deps,
-      held,
-      resolveModel: (chat) =>
-        held.memo(`model ${chat.modelConfigId ?? ""}`, () => deps.resolveModel(chat)),
-      resolveAgent: (chat) =>
-        held.memo(`agent ${chat.workspaceId ?? ""}`, () => deps.resolveAgent(chat)),
-    };
+    this.#taskDeps = { ...deps, held: this.#held };
     this.done = this.#loop().catch((err: unknown) =>
       deps.log.warn({ error: failureSummary(err), chat_id: chatId }, "runner failed"),
     );
@@ -176,7 +168,6 @@ export class Runner {
         ...(this.o.retryMaxAttempts !== undefined && { maxAttempts: this.o.retryMaxAttempts }),
         ...(this.o.retryAfterMaxMs !== undefined && { retryAfterMaxMs: this.o.retryAfterMaxMs }),
         onRetry: async (err, attempt, delayMs) => {
-          this.#held.forget();
           // Never the error itself: a model error carries the prompt, a query error its values.
           this.deps.log.warn(
             { error: failureSummary(err), chat_id: this.chatId, attempt, delay_ms: delayMs },

@@ -1,0 +1,64 @@
+import { randomUUID } from "node:crypto";
+import { expect, it } from "vitest";
+import { describeDatabases } from "../../test/support/db.ts";
+import { ManualClock } from "../contract/index.ts";
+import { ConfigCache } from "./config-cache.ts";
+
+const WAIT_BOUND_MS = 10_000;
+
+async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + WAIT_BOUND_MS;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describeDatabases("the config cache", (db) => {
+  it("holds a row until a change of its table is notified, whatever statement made it", async () => {
+    const cache = new ConfigCache(new ManualClock(0));
+    const stop = await cache.listen(db());
+    const id = randomUUID();
+    await db().query(
+      "INSERT INTO model_configs (id, provider, model) VALUES ($1, 'openai-compatible', 'a')",
+      [id],
+    );
+    let reads = 0;
+    const model = () =>
+      cache.read("model_configs", id, async () => {
+        reads++;
+        const r = await db().query<{ model: string }>(
+          "SELECT model FROM model_configs WHERE id = $1",
+          [id],
+        );
+        return r.rows[0]?.model;
+      });
+    expect(await model()).toBe("a");
+    expect(await model()).toBe("a");
+    expect(reads).toBe(1);
+    // A write outside the cache's code (an admin's psql) is seen once its notification lands.
+    await db().query("UPDATE model_configs SET model = 'b' WHERE id = $1", [id]);
+    await waitFor("the change to be read", async () => (await model()) === "b");
+    expect(reads).toBeGreaterThanOrEqual(2);
+    // A delete is seen as well.
+    await db().query("DELETE FROM model_configs WHERE id = $1", [id]);
+    await waitFor("the delete to be read", async () => (await model()) === undefined);
+    await stop();
+  });
+});
+
+it("reads again once an entry is older than its bound, and never holds a failed read", async () => {
+  const clock = new ManualClock(0);
+  const cache = new ConfigCache(clock, 1_000);
+  let n = 0;
+  const read = () => cache.read("t", "k", () => Promise.resolve(++n));
+  expect(await read()).toBe(1);
+  clock.advance(1_000);
+  expect(await read()).toBe(1);
+  clock.advance(1);
+  expect(await read()).toBe(2);
+  await expect(cache.read("t", "bad", () => Promise.reject(new Error("down")))).rejects.toThrow();
+  expect(await cache.read("t", "bad", () => Promise.resolve("up"))).toBe("up");
+  cache.changed("t");
+  expect(await read()).toBe(3);
+});

@@ -1,0 +1,53 @@
+// What a replica reads of rows an admin rarely changes — a model's configuration, a workspace's
+// agent address — held in memory, so a step does not read them again. A change of such a row
+// notifies every replica (triggers, migration 051) and each drops what it held of that table;
+// an entry is also read again once it is `maxAgeMs` old, so a notification lost while the
+// listening connection was down goes unseen that long at most.
+
+import { realClock, type Clock } from "../contract/index.ts";
+import type { Database } from "./db/index.ts";
+
+/** The channel the triggers notify; the payload is the table's name. */
+export const CONFIG_CHANNEL = "tether_config";
+/** How long a held row is used before it is read again even without a notification. */
+export const CONFIG_CACHE_MS = 10_000;
+
+interface Entry {
+  at: number;
+  value: Promise<unknown>;
+}
+
+export class ConfigCache {
+  readonly #tables = new Map<string, Map<string, Entry>>();
+
+  constructor(
+    private readonly clock: Clock = realClock,
+    private readonly maxAgeMs = CONFIG_CACHE_MS,
+  ) {}
+
+  /** `load()`'s answer for `key` of `table`, as held if read recently; a failed load is not held. */
+  read<T>(table: string, key: string, load: () => Promise<T>): Promise<T> {
+    let entries = this.#tables.get(table);
+    if (!entries) this.#tables.set(table, (entries = new Map<string, Entry>()));
+    const now = this.clock.now();
+    const held = entries.get(key);
+    if (held && now - held.at <= this.maxAgeMs) return held.value as Promise<T>;
+    const value = load();
+    const kept = entries;
+    kept.set(key, { at: now, value });
+    value.catch(() => {
+      if (kept.get(key)?.value === value) kept.delete(key);
+    });
+    return value;
+  }
+
+  /** A row of `table` changed: what was held of it is read again (a load in flight too). */
+  changed(table: string): void {
+    this.#tables.delete(table);
+  }
+
+  /** Follows the triggers' notifications; resolves once listening, with the unsubscribe. */
+  listen(db: Database): Promise<() => Promise<void>> {
+    return db.listen(CONFIG_CHANNEL, (table) => this.changed(table));
+  }
+}
