@@ -35,7 +35,8 @@ describeDatabases("the config cache", (db) => {
       });
     expect(await model()).toBe("a");
     expect(await model()).toBe("a");
-    expect(reads).toBe(1);
+    // Held (a notification is database-wide: another schema's change may flush it meanwhile).
+    if (db().kind === "pglite") expect(reads).toBe(1);
     // A write outside the cache's code (an admin's psql) is seen once its notification lands.
     await db().query("UPDATE model_configs SET model = 'b' WHERE id = $1", [id]);
     await waitFor("the change to be read", async () => (await model()) === "b");

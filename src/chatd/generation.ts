@@ -372,7 +372,8 @@ async function runBatch(
     await toolResultBudgetOf(deps, chat),
     outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
-  await commitStep(deps.db, fence, messages, deps.held);
+  // The model takes the results next: its attempt is recorded with them.
+  await commitStep(deps.db, fence, messages, deps.held, { nextAttempt: true });
   deps.buffer.end(chat.id);
   toolResultsCommitted(deps, chatId, messageId, messages);
   deps.buffer.endBatch(chat.id);

@@ -31,6 +31,11 @@ export interface FencedChange {
    * nothing is written and fencedWriteIf answers undefined.
    */
   where?: string;
+  /**
+   * The next action calls the model: its attempt is recorded here (generation_attempt is the
+   * attempt it makes: 1 once history moved), so that call writes nothing first (HeldChat).
+   */
+  nextAttempt?: boolean;
   /** What the statement answers besides the chat's row: `expression AS name, …` (Written.also). */
   answer?: string;
   params?: readonly unknown[];
@@ -68,8 +73,14 @@ export async function fencedWriteIf(
     "snapshot_version = snapshot_version + 1",
     "updated_at = now()",
     ...(messages.length > 0
-      ? ["history_version = snapshot_version + 1", "generation_attempt = 0", "retry_state = NULL"]
-      : []),
+      ? [
+          "history_version = snapshot_version + 1",
+          `generation_attempt = ${change.nextAttempt ? 1 : 0}`,
+          "retry_state = NULL",
+        ]
+      : change.nextAttempt
+        ? ["generation_attempt = generation_attempt + 1"]
+        : []),
     ...(change.set ? [change.set] : []),
   ];
   const ctes = [

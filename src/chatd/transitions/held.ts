@@ -24,6 +24,8 @@ export class HeldChat {
   /** The kept context snapshot: null when the chat has none yet, undefined when not read. */
   #snapshot: KeptSnapshot | null | undefined;
   #readAt = 0;
+  /** The row of this runner's last write, when it recorded the next model call's attempt. */
+  #reserved: Chat | undefined;
   /** The highest snapshot version a notification announced. */
   #announced = 0n;
 
@@ -65,14 +67,23 @@ export class HeldChat {
     this.#readAt = this.clock.now();
   }
 
-  /** After this runner's own fenced write. */
-  wrote(w: Written): void {
+  /** The history of the held `chat`, read on its own (kept only while that chat is held). */
+  holdHistory(chat: Chat, history: ChatMessage[]): void {
+    if (this.#chat === chat) this.#history = history;
+  }
+
+  /**
+   * After this runner's own fenced write; `reserved`: it recorded the attempt of the model call
+   * that comes next, which `takeAttempt` then answers once.
+   */
+  wrote(w: Written, reserved = false): void {
     const before = this.#chat;
     if (!before || BigInt(w.chat.snapshotVersion) !== BigInt(before.snapshotVersion) + 1n) {
       // Another transition came in between: what else it changed is not known here.
       this.drop();
       return;
     }
+    this.#reserved = reserved ? w.chat : undefined;
     this.#chat = w.chat;
     this.#readAt = this.clock.now();
     if (this.#history && w.messages.length > 0) {
@@ -87,7 +98,20 @@ export class HeldChat {
     if (v > this.#announced) this.#announced = v;
   }
 
+  /**
+   * The attempt a model call fenced at `fence` makes, if this runner's last write recorded it
+   * and nothing changed since (the held chat is that write's row, and recent); once.
+   */
+  takeAttempt(fence: Fence): number | undefined {
+    const r = this.#reserved;
+    this.#reserved = undefined;
+    if (!r || this.chat !== r || r.historyVersion !== fence.historyVersion) return undefined;
+    if (fence.generationAttempt !== undefined) return undefined;
+    return r.generationAttempt;
+  }
+
   drop(): void {
+    this.#reserved = undefined;
     this.#chat = undefined;
     this.#history = undefined;
     this.#snapshot = undefined;

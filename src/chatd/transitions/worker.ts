@@ -4,7 +4,7 @@
 
 import { ChatNotFoundError, checkFence, rowToChat, type Chat, type Fence } from "../chats.ts";
 import type { Database } from "../db/index.ts";
-import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
+import { rowToMessage, type ChatMessage, type MessagePart, type NewMessage } from "../messages.ts";
 import {
   answerOutstanding,
   CHAT_CHANNEL,
@@ -91,6 +91,17 @@ export async function heartbeat(
   return new Set(r.rows.map((x) => x.chat_id));
 }
 
+/** A chat's history since the boundary (as loadModelHistory), each row with the chat's version. */
+const HISTORY_AT_SQL = `
+  SELECT c.history_version AS at_history_version, m.* FROM chats c
+  LEFT JOIN LATERAL (
+    SELECT * FROM chat_messages WHERE chat_id = c.id AND NOT deleted
+      AND id >= COALESCE((SELECT max(id) FROM chat_messages
+                          WHERE chat_id = c.id AND boundary AND NOT deleted), 0)
+  ) m ON true
+  WHERE c.id = $1
+  ORDER BY m.id`;
+
 /**
  * A task's read: the chat, checked against the fence, and its history since the boundary —
  * what `held` has of them when it has them (no round trip), else read under a share lock.
@@ -104,6 +115,18 @@ export async function readForTask(
   if (kept) {
     checkFence(kept.chat, fence);
     return kept;
+  }
+  const chat = held?.chat;
+  if (chat && chat.historyVersion === fence.historyVersion) {
+    // The chat is held (as just claimed) without its history: the history alone, in a statement
+    // that also answers the history version it is of, so a change since the claim is seen.
+    checkFence(chat, fence);
+    const r = await db.query(HISTORY_AT_SQL, [fence.chatId]);
+    if (r.rows[0] && String(r.rows[0].at_history_version) === chat.historyVersion) {
+      const history = r.rows.filter((row) => row.id !== null).map(rowToMessage);
+      held?.holdHistory(chat, history);
+      return { chat, history };
+    }
   }
   const read = await db.transaction(async (tx) => {
     const r = await tx.query("SELECT * FROM chats WHERE id = $1 FOR SHARE", [fence.chatId]);
@@ -125,7 +148,7 @@ async function write(
 ): Promise<Written> {
   try {
     const w = await fencedWrite(db, fence, change);
-    held?.wrote(w);
+    held?.wrote(w, change.nextAttempt);
     return w;
   } catch (err) {
     held?.drop(); // the chat is not what was held: the next task reads it
@@ -139,8 +162,9 @@ export async function commitStep(
   fence: Fence,
   messages: NewMessage[],
   held?: HeldChat,
+  o: { nextAttempt?: boolean } = {},
 ): Promise<ChatMessage[]> {
-  return (await write(db, fence, { messages }, held)).messages;
+  return (await write(db, fence, { messages, ...o }, held)).messages;
 }
 
 /**
@@ -184,6 +208,8 @@ export async function keepContextSnapshot(
       ],
       answer: "(SELECT captured_at FROM k) AS kept_at",
       params: [JSON.stringify(snapshot)],
+      // The model step that needs the snapshot is next.
+      nextAttempt: true,
     },
     held,
   );
@@ -198,7 +224,9 @@ export async function recordGenerationAttempt(
   fence: Fence,
   held?: HeldChat,
 ): Promise<number> {
-  const w = await write(db, fence, { set: "generation_attempt = generation_attempt + 1" }, held);
+  const reserved = held?.takeAttempt(fence);
+  if (reserved !== undefined) return reserved;
+  const w = await write(db, fence, { nextAttempt: true }, held);
   return w.chat.generationAttempt;
 }
 
