@@ -18,11 +18,13 @@ import {
   unresolvedToolCalls,
   AssistantParts,
   type ChatMessage,
+  type NewMessage,
   type ToolCallPart,
 } from "./messages.ts";
 import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.ts";
 import {
   compactionDue,
+  compactionDueAfterStep,
   ContextTooLongError,
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
@@ -38,6 +40,7 @@ import type { HeldChat } from "./transitions/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
+  commitFinalStep,
   commitStep,
   finishTurn,
   keptSnapshot,
@@ -260,23 +263,29 @@ async function streamModelStep(
     const content = parts.parts();
     if (content.length === 0) content.push({ type: "text", text: "" });
     deps.metrics.modelStreamSeconds.observe(runtimeMs / 1000);
-    await commitStep(
-      deps.db,
-      attemptFence,
-      [
-        {
-          role: "assistant",
-          visibility: "both",
-          content,
-          runtimeMs,
-          ...usage,
-          costMicros: costMicros(usage, prices),
-          promptTokens,
-          contextLimit: budget.limitTokens,
-        },
-      ],
-      deps.held,
-    );
+    const step: NewMessage[] = [
+      {
+        role: "assistant",
+        visibility: "both",
+        content,
+        runtimeMs,
+        ...usage,
+        costMicros: costMicros(usage, prices),
+        promptTokens,
+        contextLimit: budget.limitTokens,
+      },
+    ];
+    // An answer without tool calls ends the turn, in the same statement unless a compaction
+    // is due first (the next task's, as after any step).
+    const ends =
+      !content.some((p) => p.type === "tool-call") &&
+      !compactionDueAfterStep(
+        promptTokens,
+        chat.compactRequested ? "requested" : undefined,
+        budget,
+      );
+    if (ends) await commitFinalStep(deps.db, attemptFence, step, deps.held);
+    else await commitStep(deps.db, attemptFence, step, deps.held);
   } catch (err) {
     // A stopped attempt's episode stays for the interrupt to bill; a failed one bills nothing.
     if (!attemptStopped(err, signal)) deps.buffer.end(chat.id);

@@ -69,6 +69,20 @@ export function compactionDue(
   return undefined;
 }
 
+/**
+ * compactionDue once an assistant step whose prompt took `promptTokens` is added to the history:
+ * that step's prompt decides (the latest one reported).
+ */
+export function compactionDueAfterStep(
+  promptTokens: number,
+  requested: CompactionPart["reason"] | undefined,
+  budget: ContextBudget,
+): CompactionPart["reason"] | undefined {
+  if (requested) return requested;
+  const limit = thresholdTokens(budget);
+  return limit !== undefined && promptTokens >= limit ? "threshold" : undefined;
+}
+
 /** The one line that opens the summary request; the demo model recognises it. */
 export const COMPACTION_PROMPT_HEAD =
   "You are compacting a conversation between a user and a coding agent.";

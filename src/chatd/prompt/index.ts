@@ -25,6 +25,7 @@ export {
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
   compactionDue,
+  compactionDueAfterStep,
   compactionRequest,
   isContextTooLong,
   thresholdTokens,

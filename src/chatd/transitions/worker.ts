@@ -264,30 +264,56 @@ async function release(l: Locked): Promise<void> {
  * The turn is over: the next queued message starts the next turn (the chat stays running),
  * or the chat waits for the user and its runner lets go.
  */
+/**
+ * Most turns end with nothing queued: the chat waits and its runner lets go, in one statement
+ * (with the turn's last `messages`, if any). Only while the chat is as the runner holds it (its
+ * snapshot version) and the queue is empty: a message queued since bumped the version (a
+ * transition), so the row check sees it. False, with nothing written, when that is not so.
+ */
+async function endTurnIfIdle(
+  db: Database,
+  fence: Fence,
+  messages: NewMessage[],
+  held: HeldChat | undefined,
+): Promise<boolean> {
+  const seen = held?.chat?.snapshotVersion;
+  if (seen === undefined) return false;
+  const w = await fencedWriteIf(db, fence, {
+    messages,
+    // A message insert clears the retry state itself.
+    set: `status = 'waiting', worker_id = NULL, runner_id = NULL${messages.length > 0 ? "" : ", retry_state = NULL"}`,
+    where: `snapshot_version = $9 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
+    ctes: ["h AS (DELETE FROM chat_heartbeats WHERE chat_id IN (SELECT id FROM c))"],
+    params: [seen],
+  }).catch((err: unknown) => {
+    held?.drop();
+    throw err;
+  });
+  if (!w) return false;
+  held?.wrote(w);
+  return true;
+}
+
+/**
+ * Commits a turn's final answer and ends the turn with it when nothing is queued (one
+ * statement); else commits it alone, and the next task ends the turn.
+ */
+export async function commitFinalStep(
+  db: Database,
+  fence: Fence,
+  messages: NewMessage[],
+  held?: HeldChat,
+): Promise<void> {
+  if (!(await endTurnIfIdle(db, fence, messages, held)))
+    await commitStep(db, fence, messages, held);
+}
+
 export async function finishTurn(
   db: Database,
   fence: Fence,
   held?: HeldChat,
 ): Promise<"running" | "waiting"> {
-  // Most turns end with nothing queued: the chat waits and its runner lets go, in one statement.
-  // Only while the chat is as the runner holds it (its snapshot version) and the queue is empty:
-  // a message queued since bumped the version (a transition), so the row check sees it.
-  const seen = held?.chat?.snapshotVersion;
-  if (seen !== undefined) {
-    const w = await fencedWriteIf(db, fence, {
-      set: `status = 'waiting', ${RELEASE}`,
-      where: `snapshot_version = $9 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
-      ctes: ["h AS (DELETE FROM chat_heartbeats WHERE chat_id IN (SELECT id FROM c))"],
-      params: [seen],
-    }).catch((err: unknown) => {
-      held?.drop();
-      throw err;
-    });
-    if (w) {
-      held?.wrote(w);
-      return "waiting";
-    }
-  }
+  if (await endTurnIfIdle(db, fence, [], held)) return "waiting";
   held?.drop(); // a new turn (or none): the runner reads the chat again
   return transition(db, fence.chatId, async (l) => {
     checkFence(l.chat, fence);
