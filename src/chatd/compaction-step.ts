@@ -4,24 +4,32 @@
 import { streamText } from "ai";
 import { costMicros } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
+import type { Queryable } from "./db/index.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
 import { turnComplete, type ChatMessage, type CompactionPart } from "./messages.ts";
 import {
-  captureSnapshot,
   CONTEXT_CAPTURE_TIMEOUT_MS,
+  instructionsOf,
+  INSTRUCTIONS_KEY,
+  takeSnapshot,
   compactionRequest,
   sinceBoundary,
   type ContextBudget,
   type ContextSnapshot,
+  type KeptSnapshot,
 } from "./prompt/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
 import {
   commitCompaction,
   keepContextSnapshot,
-  keptSnapshot,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
-import { lostWorkspaceWords, workspaceAccess } from "./workspace-access.ts";
+import {
+  accessOf,
+  lostWorkspaceWords,
+  type AccessRow,
+  type WorkspaceAccess,
+} from "./workspace-access.ts";
 
 /**
  * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
@@ -36,19 +44,23 @@ export async function chatSnapshot(
   chat: Chat,
   signal: AbortSignal,
 ): Promise<ContextSnapshot | "kept"> {
-  const kept = await keptSnapshot(deps.db, chat.id, deps.held);
-  if (kept) return kept.snapshot;
+  const held = deps.held?.snapshot;
+  if (held) return held.snapshot;
+  const { kept, access, organization } = await snapshotInputs(deps.db, chat);
+  if (kept) {
+    if (deps.held?.chat) deps.held.snapshot = kept;
+    return kept.snapshot;
+  }
   // Nothing kept: a later step takes the snapshot if the workspace is the owner's to use again.
-  const access = await workspaceAccess(deps.db, chat);
   if (access.status === "lost") {
-    const none = await captureSnapshot(deps.db, undefined, signal);
+    const none = await takeSnapshot(organization, undefined, signal);
     return { ...none, note: `${lostWorkspaceWords(access.why).note} Tools will not run.` };
   }
   const client = await deps.resolveAgent(chat);
   let taken: ContextSnapshot;
   try {
-    taken = await captureSnapshot(
-      deps.db,
+    taken = await takeSnapshot(
+      organization,
       client,
       signal,
       Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
@@ -70,6 +82,42 @@ export async function chatSnapshot(
   }
   await keepContextSnapshot(deps.db, fence, taken, deps.held);
   return "kept";
+}
+
+/**
+ * What taking a snapshot needs, in one statement: the kept one (if any), the owner's access to
+ * the workspace (workspace-access.ts), and the organisation's instructions.
+ */
+async function snapshotInputs(
+  q: Queryable,
+  chat: Chat,
+): Promise<{ kept?: KeptSnapshot; access: WorkspaceAccess; organization: string | null }> {
+  const r = await q.query<
+    AccessRow & {
+      snapshot: ContextSnapshot | null;
+      captured_at: Date | null;
+      organization: { text?: unknown } | null;
+      has_owner: boolean;
+    }
+  >(
+    `SELECT k.snapshot, k.captured_at, s.value AS organization, u.id IS NOT NULL AS has_owner,
+       u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
+     FROM (SELECT 1) one
+     LEFT JOIN chat_contexts k ON k.chat_id = $1
+     LEFT JOIN settings s ON s.key = $2
+     LEFT JOIN users u ON u.id = $3
+     LEFT JOIN workspaces w ON w.id = $4`,
+    [chat.id, INSTRUCTIONS_KEY, chat.ownerId, chat.workspaceId],
+  );
+  const row = r.rows[0]!;
+  return {
+    ...(row.snapshot &&
+      row.captured_at && {
+        kept: { snapshot: row.snapshot, capturedAt: row.captured_at },
+      }),
+    access: accessOf(chat, row.has_owner ? row : undefined),
+    organization: instructionsOf(row.organization),
+  };
 }
 
 /**

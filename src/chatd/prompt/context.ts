@@ -15,7 +15,8 @@ import type { Database, Queryable } from "../db/index.ts";
 export const CONTEXT_CAPTURE_TIMEOUT_MS = 10_000;
 /** The organisation's instructions are cut to this many bytes (the API refuses more). */
 export const ORGANIZATION_INSTRUCTIONS_MAX_BYTES = 32 * 1024;
-const INSTRUCTIONS_KEY = "instructions";
+/** The key of the organisation's instructions in `settings`. */
+export const INSTRUCTIONS_KEY = "instructions";
 
 export interface ContextSnapshot {
   /** The environment block's facts; null when the agent does not report them. */
@@ -67,13 +68,18 @@ export function contextView(kept: KeptSnapshot): ContextView {
   };
 }
 
+/** The instructions in a settings value, or null when there are none. */
+export function instructionsOf(value: { text?: unknown } | null | undefined): string | null {
+  const text = value?.text;
+  return typeof text === "string" && text.trim() !== "" ? text : null;
+}
+
 export async function organizationInstructions(q: Queryable): Promise<string | null> {
   const r = await q.query<{ value: { text?: unknown } }>(
     "SELECT value FROM settings WHERE key = $1",
     [INSTRUCTIONS_KEY],
   );
-  const text = r.rows[0]?.value.text;
-  return typeof text === "string" && text.trim() !== "" ? text : null;
+  return instructionsOf(r.rows[0]?.value);
 }
 
 export async function setOrganizationInstructions(
@@ -100,7 +106,16 @@ export async function captureSnapshot(
   signal: AbortSignal,
   timeoutMs: number = CONTEXT_CAPTURE_TIMEOUT_MS,
 ): Promise<ContextSnapshot> {
-  const organization = await organizationInstructions(db);
+  return takeSnapshot(await organizationInstructions(db), client, signal, timeoutMs);
+}
+
+/** captureSnapshot with the organisation's instructions already read. */
+export async function takeSnapshot(
+  organization: string | null,
+  client: AgentClient | undefined,
+  signal: AbortSignal,
+  timeoutMs: number = CONTEXT_CAPTURE_TIMEOUT_MS,
+): Promise<ContextSnapshot> {
   if (!client) return { environment: null, files: [], organization };
   let answer: ContextResponse;
   try {
