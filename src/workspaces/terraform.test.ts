@@ -1,5 +1,8 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { terraformEnv, terraformSteps, type TemplateVariables } from "./terraform.ts";
+import { runTerraform, terraformEnv, terraformSteps, type TemplateVariables } from "./terraform.ts";
 
 const vars: TemplateVariables = {
   tether_workspace_id: "w1",
@@ -53,5 +56,30 @@ describe("terraformSteps", () => {
       "-input=false",
       "-no-color",
     ]);
+  });
+});
+
+describe("runTerraform", () => {
+  it("a server without terraform fails the build saying so, and writes nothing", async () => {
+    const cache = await mkdtemp(path.join(os.tmpdir(), "tether-tf-cache-"));
+    const output: string[] = [];
+    try {
+      const result = await runTerraform({
+        transition: "start",
+        files: { "main.tf": 'resource "terraform_data" "x" {}\n' },
+        variables: vars,
+        terraformBin: path.join(cache, "no-such-terraform"),
+        pluginCacheDir: cache,
+        onOutput: (t) => output.push(t),
+        signal: new AbortController().signal,
+      });
+      expect(result.status).toBe("failed");
+      expect(result.status === "failed" && result.error).toMatch(
+        /^Terraform was not found \(.*no-such-terraform\): install it on every server replica/,
+      );
+      expect(result.state).toBeUndefined();
+    } finally {
+      await rm(cache, { recursive: true, force: true });
+    }
   });
 });
