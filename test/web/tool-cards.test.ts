@@ -78,6 +78,21 @@ async function cardShot(card: Locator, name: string): Promise<void> {
   await card.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
 }
 
+/** Whether the box's label shows all of its text (not cut off by an ellipsis or a clamp). */
+function wholeLabel(box: Locator): Promise<boolean> {
+  type Box = {
+    scrollWidth: number;
+    clientWidth: number;
+    scrollHeight: number;
+    clientHeight: number;
+  };
+  return box
+    .locator(".lines-label")
+    .evaluate(
+      (el: Box) => el.scrollWidth <= el.clientWidth + 1 && el.scrollHeight <= el.clientHeight + 1,
+    );
+}
+
 describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => {
   it("Markdown, a failed command, ANSI output, 20,000 lines, read_file lines and diffs, at desktop and phone size", async () => {
     const fake = await startFakeProvider();
@@ -200,6 +215,8 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     await long
       .locator(".lines-label", { hasText: "Output · 20,000 lines, last 15 shown" })
       .waitFor();
+    // The whole label is on screen (the processes panel is narrow): nothing cut off.
+    expect(await wholeLabel(long)).toBe(true);
     const tail = (await long.locator("pre.output").textContent())!;
     expect(tail.split("\n")).toHaveLength(15);
     expect(tail.endsWith("last")).toBe(true);
@@ -300,6 +317,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     await phoneLong
       .locator(".lines-label", { hasText: "Output · 20,000 lines, last 15 shown" })
       .waitFor();
+    expect(await wholeLabel(phoneLong)).toBe(true);
     expect((await phoneLong.locator("pre.output").textContent())!.split("\n")).toHaveLength(15);
     await cardShot(phoneLong, "tool-20000-lines-collapsed-phone");
     await phoneLong.getByRole("button", { name: "Show all" }).click();

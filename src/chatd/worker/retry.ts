@@ -60,6 +60,12 @@ export class AttemptTimeoutError extends Error {
 }
 
 /**
+ * Why an attempt's signal aborts once the attempt is over: made once, since an abort without a
+ * reason builds a DOMException with its stack each time (measurable in bench:load).
+ */
+export const ATTEMPT_OVER = new DOMException("The attempt is over.", "AbortError");
+
+/**
  * Whether a model attempt that threw `err` was stopped — its task aborted for another reason
  * than its own timeout (an interrupt, a changed snapshot), or its commit lost to the chat moving
  * under it — rather than failed. A stopped attempt's stream episode stays for the interrupt
@@ -121,7 +127,7 @@ export async function runTaskWithRetry(
       signal.removeEventListener("abort", onAbort);
       // Whatever the attempt left waiting (the other calls of a failed batch) stops waiting now;
       // the agent keeps working (C4).
-      ac.abort();
+      ac.abort(ATTEMPT_OVER);
     }
     try {
       await sleep(o.clock, delay, signal);

@@ -20,6 +20,9 @@ import {
 import { failureSentence, failureSummary } from "./failure.ts";
 import { ATTEMPT_TIMEOUT_MS, runTaskWithRetry } from "./retry.ts";
 
+/** Why a task's signal aborts when the chat changed under it (made once: see ATTEMPT_OVER). */
+const STALE_TASK = new DOMException("The chat changed: the task is stale.", "AbortError");
+
 /** A runner whose task ended without changing the chat waits this long before it looks again. */
 export const IDLE_RECHECK_MS = 1_000;
 
@@ -82,7 +85,7 @@ export class Runner {
         change.history_version !== t.fence.historyVersion ||
         change.runner_id !== this.runnerId)
     ) {
-      t.ac.abort();
+      t.ac.abort(STALE_TASK);
     }
     this.#wake?.();
   }
