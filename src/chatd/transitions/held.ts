@@ -28,6 +28,8 @@ export class HeldChat {
   #reserved: Chat | undefined;
   /** The highest snapshot version a notification announced. */
   #announced = 0n;
+  /** The highest snapshot version this runner read or wrote itself (kept through a drop). */
+  #seen = 0n;
 
   constructor(
     private readonly clock: Clock,
@@ -65,6 +67,20 @@ export class HeldChat {
     else if (this.#chat?.historyVersion !== chat.historyVersion) this.#history = undefined;
     this.#chat = chat;
     this.#readAt = this.clock.now();
+    this.#saw(chat);
+  }
+
+  #saw(chat: Chat): void {
+    const v = BigInt(chat.snapshotVersion);
+    if (v > this.#seen) this.#seen = v;
+  }
+
+  /**
+   * Whether a change notification tells of a version newer than any this runner read or wrote:
+   * one of its own writes, or an older change, arriving late, says nothing new.
+   */
+  isNews(change: ChatChange): boolean {
+    return BigInt(change.snapshot_version) > this.#seen;
   }
 
   /** The history of the held `chat`, read on its own (kept only while that chat is held). */
@@ -77,6 +93,7 @@ export class HeldChat {
    * that comes next, which `takeAttempt` then answers once.
    */
   wrote(w: Written, reserved = false): void {
+    this.#saw(w.chat);
     const before = this.#chat;
     if (!before || BigInt(w.chat.snapshotVersion) !== BigInt(before.snapshotVersion) + 1n) {
       // Another transition came in between: what else it changed is not known here.

@@ -78,6 +78,9 @@ export class Runner {
   /** A change of status, history or owner makes the current task stale: stop its waits. */
   onChange(change: ChatChange): void {
     this.#held.changed(change);
+    // A notification of the runner's own write (or an older one) arrives after the write's
+    // answer, maybe while the next task runs: it must not stop that task.
+    if (!this.#held.isNews(change)) return;
     const t = this.#task;
     if (
       t &&
