@@ -6,7 +6,12 @@
 // transition (an agent's connection is not notified).
 
 import type { ApiContext } from "./context.ts";
-import { WORKSPACE_CHANNEL, workspaceState, type WorkspaceChange } from "../workspaces/index.ts";
+import {
+  templateWorkspaceState,
+  WORKSPACE_CHANNEL,
+  workspaceState,
+  type WorkspaceChange,
+} from "../workspaces/index.ts";
 import { templateFieldsOf, type TemplateWorkspaceFields } from "./template-workspaces.ts";
 
 /** While a workspace is starting, stopping, or running without its agent, it is read this often. */
@@ -27,12 +32,9 @@ export async function watchWorkspace(
   send: (e: WorkspaceEvent) => void,
   pollMs: number = WORKSPACE_EVENT_POLL_MS,
 ): Promise<() => void> {
-  if (!workspaceId || ctx.workspaces?.registered.has(workspaceId)) return () => undefined;
-  const first = await workspaceState(ctx.db, workspaceId);
-  if (!first) {
-    ctx.workspaces?.registered.add(workspaceId);
-    return () => undefined;
-  }
+  if (!workspaceId) return () => undefined;
+  const first = await templateWorkspaceState(ctx.db, workspaceId, ctx.workspaces?.registered);
+  if (!first) return () => undefined;
   const release = ctx.workspaces?.activity.hold(workspaceId);
   let closed = false;
   let last = "";

@@ -25,6 +25,7 @@ import {
   recordGenerationAttempt,
 } from "./transitions/index.ts";
 import {
+  ACCESS_ROW_SQL,
   accessOf,
   lostWorkspaceWords,
   type AccessRow,
@@ -100,14 +101,14 @@ async function snapshotInputs(
       has_owner: boolean;
     }
   >(
-    `SELECT k.snapshot, k.captured_at, s.value AS organization, u.id IS NOT NULL AS has_owner,
-       u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
+    // The access row as workspaceAccess reads it (owner $1, workspace $2): none without owner.
+    `SELECT k.snapshot, k.captured_at, s.value AS organization, a.disabled IS NOT NULL AS has_owner,
+       a.disabled, a.shared, a.owner_id
      FROM (SELECT 1) one
-     LEFT JOIN chat_contexts k ON k.chat_id = $1
-     LEFT JOIN settings s ON s.key = $2
-     LEFT JOIN users u ON u.id = $3
-     LEFT JOIN workspaces w ON w.id = $4`,
-    [chat.id, INSTRUCTIONS_KEY, chat.ownerId, chat.workspaceId],
+     LEFT JOIN (${ACCESS_ROW_SQL}) a ON true
+     LEFT JOIN chat_contexts k ON k.chat_id = $3
+     LEFT JOIN settings s ON s.key = $4`,
+    [chat.ownerId, chat.workspaceId, chat.id, INSTRUCTIONS_KEY],
   );
   const row = r.rows[0]!;
   return {

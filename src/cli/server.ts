@@ -2,13 +2,13 @@
 // default, or Postgres), the worker that drives chats, the HTTP API, and the local workspace
 // agent it supervises. `startServer` is also what tests run in-process.
 
-import { ConfigCache } from "../chatd/config-cache.ts";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type { LanguageModel } from "ai";
 import type { DestinationStream } from "pino";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
+import { ConfigCache } from "../chatd/config-cache.ts";
 import { AgentPool } from "../chatd/agents.ts";
 import { AgentHub, type AgentHubOptions } from "../chatd/dialout/index.ts";
 import { pricesOf } from "../chatd/billing.ts";

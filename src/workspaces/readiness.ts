@@ -20,6 +20,7 @@ import { agentUptimeMs } from "./agent-uptime.ts";
 import { BuildInProgressError, queueBuild } from "./builds.ts";
 import {
   AGENT_CONNECT_GRACE_MS,
+  templateWorkspaceState,
   touchWorkspaces,
   workspaceState,
   type WorkspaceState,
@@ -37,10 +38,7 @@ export interface ReadinessOptions {
   pollMs?: number;
   warmUpMs?: number;
   connectTimeoutMs?: number;
-  /**
-   * Workspaces seen without a template (registered by URL; a workspace never changes kind):
-   * nothing to wait for, so they are not read again.
-   */
+  /** Workspaces seen without a template (templateWorkspaceState). */
   registered?: Set<string>;
 }
 
@@ -120,7 +118,7 @@ export async function awaitWorkspace(
   signal: AbortSignal,
 ): Promise<boolean> {
   const workspaceId = chat.workspaceId;
-  if (!workspaceId || o.registered?.has(workspaceId)) return true;
+  if (!workspaceId) return true;
   const startedAt = turnStart(chat, history);
   const limits = {
     warmUpMs: o.warmUpMs ?? AGENT_WARM_UP_MS,
@@ -129,12 +127,8 @@ export async function awaitWorkspace(
   const poll = o.pollMs ?? WORKSPACE_POLL_MS;
   for (;;) {
     signal.throwIfAborted();
-    const w = await workspaceState(o.db, workspaceId);
-    if (!w) {
-      // A registered workspace, or none any more: the tools say which.
-      o.registered?.add(workspaceId);
-      return true;
-    }
+    const w = await templateWorkspaceState(o.db, workspaceId, o.registered);
+    if (!w) return true; // a registered workspace, or none any more: the tools say which
     // One its owner may no longer use is neither started, waited for nor kept active for the
     // chat: the model step's tool calls are refused (workspace-access.ts).
     if (!usableBy(chat.ownerId, { shared: w.shared, owner_id: w.ownerId })) return true;

@@ -119,6 +119,21 @@ export async function workspaceState(
   return r.rows[0] ? rowToWorkspaceState(r.rows[0]) : undefined;
 }
 
+/**
+ * workspaceState, remembering in `registered` the workspaces without a template (registered by
+ * URL; a workspace never changes kind): those are not read again.
+ */
+export async function templateWorkspaceState(
+  q: Queryable,
+  workspaceId: string,
+  registered?: Set<string>,
+): Promise<WorkspaceState | undefined> {
+  if (registered?.has(workspaceId)) return undefined;
+  const w = await workspaceState(q, workspaceId);
+  if (!w) registered?.add(workspaceId);
+  return w;
+}
+
 /** Every template workspace whose latest build is a start that succeeded. */
 export async function runningWorkspaces(q: Queryable): Promise<WorkspaceState[]> {
   const r = await q.query(

@@ -261,10 +261,6 @@ async function release(l: Locked): Promise<void> {
 }
 
 /**
- * The turn is over: the next queued message starts the next turn (the chat stays running),
- * or the chat waits for the user and its runner lets go.
- */
-/**
  * Most turns end with nothing queued: the chat waits and its runner lets go, in one statement
  * (with the turn's last `messages`, if any). Only while the chat is as the runner holds it (its
  * snapshot version) and the queue is empty: a message queued since bumped the version (a
@@ -308,6 +304,10 @@ export async function commitFinalStep(
     await commitStep(db, fence, messages, held);
 }
 
+/**
+ * The turn is over: the next queued message starts the next turn (the chat stays running),
+ * or the chat waits for the user and its runner lets go.
+ */
 export async function finishTurn(
   db: Database,
   fence: Fence,
