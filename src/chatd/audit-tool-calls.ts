@@ -61,15 +61,15 @@ export function toolCallTarget(call: ToolCallPart): Record<string, unknown> {
 }
 
 /**
- * The `details` (JSON text) of each call's `tool.call` entry: the entries are written by the
- * batch's start (batch-start.ts), with the chat's owner as the user and the chat as the target.
+ * The `details` (JSON text) of each call's `tool.call` entry, but its `message_id`: the entries
+ * are written by the batch's start (batch-start.ts), which adds the ID of the message holding
+ * the calls, with the chat's owner as the user and the chat as the target.
  */
-export function toolCallAuditDetails(messageId: string, calls: ToolCallPart[]): string[] {
+export function toolCallAuditDetails(calls: ToolCallPart[]): string[] {
   return calls.map((c) =>
     JSON.stringify({
       tool: toStorableText(c.toolName).slice(0, 200),
       tool_call_id: toStorableText(c.toolCallId).slice(0, 200),
-      message_id: messageId,
       ...toolCallTarget(c),
     }),
   );

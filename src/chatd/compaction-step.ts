@@ -1,5 +1,5 @@
-// The two prompt actions of the generation task beside its model step: keeping the chat's
-// context snapshot, and compacting the conversation into a boundary message (docs/prompt.md).
+// The two prompt actions of the generation task beside its model step: the chat's context
+// snapshot for the step (kept with its first step), and compacting the conversation into a boundary message (docs/prompt.md).
 
 import { streamText } from "ai";
 import { costMicros } from "./billing.ts";
@@ -19,43 +19,53 @@ import {
   type KeptSnapshot,
 } from "./prompt/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
+import { commitCompaction, recordGenerationAttempt } from "./transitions/index.ts";
 import {
-  commitCompaction,
-  keepContextSnapshot,
-  recordGenerationAttempt,
-} from "./transitions/index.ts";
-import {
-  ACCESS_ROW_SQL,
+  accessRowSql,
   accessOf,
   lostWorkspaceWords,
   type AccessRow,
   type WorkspaceAccess,
 } from "./workspace-access.ts";
 
+/** The context snapshot a model step's prompt is made from; `keep`: kept with the step. */
+export interface StepSnapshot {
+  snapshot: ContextSnapshot;
+  keep: boolean;
+}
+
 /**
- * The chat's context snapshot: the kept one; else one is taken now and kept (its own action,
- * "kept": the model step is the next task, so a model attempt never waits for the agent's
- * answer on top of the model's). An agent that cannot be reached leaves nothing kept: this
- * step's prompt says so, and the next step tries again. A workspace the chat's owner may no
- * longer use (workspace-access.ts) is not read at all, and nothing is kept either.
+ * The chat's context snapshot for its next model step: the kept one; else one is taken now and
+ * kept with that step, in its commit (held until then, so a retried step does not ask the
+ * agent again). An agent that cannot be reached leaves nothing kept: this step's prompt says
+ * so, and the next step tries again. A workspace the chat's owner may no longer use
+ * (workspace-access.ts) is not read at all, and nothing is kept either.
  */
 export async function chatSnapshot(
   deps: GenerationDeps,
   fence: Fence,
   chat: Chat,
   signal: AbortSignal,
-): Promise<ContextSnapshot | "kept"> {
+): Promise<StepSnapshot> {
   const held = deps.held?.snapshot;
-  if (held) return held.snapshot;
-  const { kept, access, organization } = await snapshotInputs(deps.db, chat);
+  if (held) return { snapshot: held.snapshot, keep: false };
+  const unkept = deps.held?.unkept;
+  if (unkept) return { snapshot: unkept, keep: true };
+  // What the claim read, while its row is held; else one read.
+  const claimed = held === null ? deps.held?.snapshotInputs() : undefined;
+  const { kept, access, organization }: SnapshotInputs =
+    claimed ?? (await snapshotInputs(deps.db, chat));
   if (kept) {
     if (deps.held?.chat) deps.held.snapshot = kept;
-    return kept.snapshot;
+    return { snapshot: kept.snapshot, keep: false };
   }
   // Nothing kept: a later step takes the snapshot if the workspace is the owner's to use again.
   if (access.status === "lost") {
     const none = await takeSnapshot(organization, undefined, signal);
-    return { ...none, note: `${lostWorkspaceWords(access.why).note} Tools will not run.` };
+    return {
+      snapshot: { ...none, note: `${lostWorkspaceWords(access.why).note} Tools will not run.` },
+      keep: false,
+    };
   }
   const client = await deps.resolveAgent(chat);
   let taken: ContextSnapshot;
@@ -73,26 +83,32 @@ export async function chatSnapshot(
       "context snapshot failed; trying again at the next step",
     );
     return {
-      environment: null,
-      files: [],
-      organization: null,
-      note:
-        "The workspace agent could not be reached to learn its environment: use absolute " +
-        "paths, and expect tool calls to report the agent unreachable.",
+      snapshot: {
+        environment: null,
+        files: [],
+        organization: null,
+        note:
+          "The workspace agent could not be reached to learn its environment: use absolute " +
+          "paths, and expect tool calls to report the agent unreachable.",
+      },
+      keep: false,
     };
   }
-  await keepContextSnapshot(deps.db, fence, taken, deps.held);
-  return "kept";
+  if (deps.held) deps.held.unkept = taken;
+  return { snapshot: taken, keep: true };
 }
 
 /**
  * What taking a snapshot needs, in one statement: the kept one (if any), the owner's access to
  * the workspace (workspace-access.ts), and the organisation's instructions.
  */
-async function snapshotInputs(
-  q: Queryable,
-  chat: Chat,
-): Promise<{ kept?: KeptSnapshot; access: WorkspaceAccess; organization: string | null }> {
+interface SnapshotInputs {
+  kept?: KeptSnapshot;
+  access: WorkspaceAccess;
+  organization: string | null;
+}
+
+async function snapshotInputs(q: Queryable, chat: Chat): Promise<SnapshotInputs> {
   const r = await q.query<
     AccessRow & {
       snapshot: ContextSnapshot | null;
@@ -105,7 +121,7 @@ async function snapshotInputs(
     `SELECT k.snapshot, k.captured_at, s.value AS organization, a.disabled IS NOT NULL AS has_owner,
        a.disabled, a.shared, a.owner_id
      FROM (SELECT 1) one
-     LEFT JOIN (${ACCESS_ROW_SQL}) a ON true
+     LEFT JOIN (${accessRowSql("$1", "$2")}) a ON true
      LEFT JOIN chat_contexts k ON k.chat_id = $3
      LEFT JOIN settings s ON s.key = $4`,
     [chat.ownerId, chat.workspaceId, chat.id, INSTRUCTIONS_KEY],

@@ -7,13 +7,14 @@ import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
-import { startBatch } from "./batch-start.ts";
+import { batchStartPart, refuseBatch, startBatch, startedWith } from "./batch-start.ts";
 import { batchMessages } from "./batch.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
-import { chatSnapshot, compact } from "./compaction-step.ts";
+import { chatSnapshot, compact, type StepSnapshot } from "./compaction-step.ts";
 import {
+  toolCallsIn,
   turnComplete,
   unresolvedToolCalls,
   AssistantParts,
@@ -36,7 +37,7 @@ import {
   type ContextSnapshot,
 } from "./prompt/index.ts";
 import type { StreamBuffer } from "./stream.ts";
-import type { HeldChat } from "./transitions/index.ts";
+import type { ChangePart, HeldChat, StepOptions } from "./transitions/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
 import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
 import {
@@ -47,7 +48,6 @@ import {
   readForTask,
   recordGenerationAttempt,
 } from "./transitions/index.ts";
-import { refuseBatch } from "./workspace-access.ts";
 
 export interface ResolvedModel {
   model: LanguageModel;
@@ -135,9 +135,27 @@ export async function generationTask(
     return;
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
-  const kept = await chatSnapshot(deps, fence, chat, signal);
-  if (kept === "kept") return; // its own action: the next task calls the model with it
-  return callModel(deps, fence, chat, history, signal, resolved, kept);
+  const snapshot = await chatSnapshot(deps, fence, chat, signal);
+  return callModel(deps, fence, chat, history, signal, resolved, snapshot);
+}
+
+/**
+ * The start of the batch of `calls`, to ride on the commit of the step that makes them
+ * (batch-start.ts); undefined when the chat's agent cannot be resolved now (the batch's task
+ * then starts it on its own).
+ */
+async function batchStartWithCalls(
+  deps: GenerationDeps,
+  chat: Chat,
+  calls: ToolCallPart[],
+): Promise<{ part: ChangePart; audit: boolean } | undefined> {
+  let audit: boolean;
+  try {
+    audit = (await deps.resolveAgent(chat)) !== undefined;
+  } catch {
+    return undefined;
+  }
+  return { part: batchStartPart(calls, { audit }), audit };
 }
 
 /**
@@ -177,7 +195,7 @@ async function callModel(
   history: ChatMessage[],
   signal: AbortSignal,
   resolved: ResolvedModel,
-  snapshot: ContextSnapshot,
+  snapshot: StepSnapshot,
 ): Promise<void> {
   try {
     await streamModelStep(deps, fence, chat, history, signal, resolved, snapshot);
@@ -202,7 +220,7 @@ async function streamModelStep(
   history: ChatMessage[],
   signal: AbortSignal,
   resolved: ResolvedModel,
-  snapshot: ContextSnapshot,
+  { snapshot, keep }: StepSnapshot,
 ): Promise<void> {
   const budget = budgetOf(resolved);
   const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
@@ -275,17 +293,25 @@ async function streamModelStep(
         contextLimit: budget.limitTokens,
       },
     ];
+    const calls = toolCallsIn(content);
+    const start = calls.length > 0 ? await batchStartWithCalls(deps, chat, calls) : undefined;
+    const o: StepOptions = {
+      ...(keep && { keep: snapshot }),
+      ...(start && { parts: [start.part] }),
+    };
     // An answer without tool calls ends the turn, in the same statement unless a compaction
     // is due first (the next task's, as after any step).
     const ends =
-      !content.some((p) => p.type === "tool-call") &&
+      calls.length === 0 &&
       !compactionDueAfterStep(
         promptTokens,
         chat.compactRequested ? "requested" : undefined,
         budget,
       );
-    if (ends) await commitFinalStep(deps.db, attemptFence, step, deps.held);
-    else await commitStep(deps.db, attemptFence, step, deps.held);
+    const w = ends
+      ? await commitFinalStep(deps.db, attemptFence, step, deps.held, o)
+      : await commitStep(deps.db, attemptFence, step, deps.held, o);
+    if (start) deps.held?.startedBatch(w.messages[0]!.id, startedWith(w.chat, w.also), start.audit);
   } catch (err) {
     // A stopped attempt's episode stays for the interrupt to bill; a failed one bills nothing.
     if (!attemptStopped(err, signal)) deps.buffer.end(chat.id);
@@ -304,8 +330,13 @@ async function runBatch(
   snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
-  // Right before anything reaches the agent, on every attempt: may the owner still use it?
-  const { access, ageMs } = await startBatch(deps.db, chat, message, calls, { audit: !!client });
+  // Right before anything reaches the agent, on every attempt: may the owner still use it? The
+  // first start rode on the commit of the calls, unless the runner lost what it held since.
+  const rode = deps.held?.takeBatchStart(message.id);
+  const { access, ageMs } =
+    rode && rode.audit === !!client
+      ? rode
+      : await startBatch(deps.db, chat, message, calls, { audit: !!client });
   if (access.status === "lost") return refuseBatch(deps, fence, chat, calls, access.why);
   const workspaceDir = snapshot?.environment?.directory;
   const chatId = parseChatId(chat.id)!;

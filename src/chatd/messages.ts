@@ -142,9 +142,13 @@ export interface ToolCallPart {
 
 /** The tool calls of an assistant message, in call order. */
 export function toolCallsOf(message: ChatMessage): ToolCallPart[] {
-  if (message.role !== "assistant") return [];
+  return message.role === "assistant" ? toolCallsIn(message.content) : [];
+}
+
+/** The tool calls among an assistant message's parts, in call order. */
+export function toolCallsIn(content: MessagePart[]): ToolCallPart[] {
   const calls: ToolCallPart[] = [];
-  for (const p of message.content) {
+  for (const p of content) {
     if (p.type === "tool-call")
       calls.push({ toolCallId: p.tool_call_id, toolName: p.tool_name, args: p.args });
   }

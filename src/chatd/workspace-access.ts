@@ -2,18 +2,14 @@
 // owner's own workspace or a shared one (the API's canUseWorkspace, which is `usableBy`), but a
 // workspace can be unshared (or repointed, which unshares it) while another member's turn runs
 // or waits in the queue. So the worker asks again right before it reaches the agent (each
-// attempt of a tool batch, a first context snapshot; the wait for a template workspace applies
-// `usableBy` to its own read), and a member who lost the workspace reaches it no more; an
+// attempt of a tool batch, the first in the statement that commits the calls; a first context
+// snapshot, in the claim's statement or in its own read; the wait for a template workspace
+// applies `usableBy` to its own read), and a member who lost the workspace reaches it no more; an
 // interrupt still does (it may stop what was started). A workspace that is gone, or a chat
 // without one, is left to the tools to report.
 
-import type { Logger } from "pino";
-import { batchMessages } from "./batch.ts";
-import type { Chat, Fence } from "./chats.ts";
-import type { Database, Queryable } from "./db/index.ts";
-import type { ToolCallPart } from "./messages.ts";
-import { workspaceUnavailableResult } from "./tools/index.ts";
-import { finishError, type HeldChat } from "./transitions/index.ts";
+import type { Chat } from "./chats.ts";
+import type { Queryable } from "./db/index.ts";
 
 /** The rule itself, for a workspace row: shared, or its owner's (a row without one: nobody's). */
 export function usableBy(userId: string, row: { shared?: unknown; owner_id?: unknown }): boolean {
@@ -35,14 +31,17 @@ export type AccessRow = {
 };
 
 /**
- * The read of the access row, for the chat's owner `$1` and workspace `$2`, and the same rule
- * as accessOf in SQL (`ACCESS_LOST_SQL`, over the read as `a`), for a statement that writes
- * only while the workspace is usable (batch-start.ts).
+ * The read of the access row for the chat's owner and workspace (SQL expressions: parameters or
+ * columns), and the same rule as accessOf in SQL over the read as `a`, for a statement that
+ * writes only while the workspace is usable (batch-start.ts).
  */
-export const ACCESS_ROW_SQL = `SELECT u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
-  FROM users u LEFT JOIN workspaces w ON w.id = $2 WHERE u.id = $1`;
-export const ACCESS_LOST_SQL =
-  "a.disabled OR (a.shared IS NOT NULL AND NOT a.shared AND a.owner_id IS DISTINCT FROM $1)";
+export function accessRowSql(owner: string, workspace: string): string {
+  return `SELECT u.disabled_at IS NOT NULL AS disabled, w.shared, w.owner_id
+  FROM users u LEFT JOIN workspaces w ON w.id = ${workspace} WHERE u.id = ${owner}`;
+}
+export function accessLostSql(owner: string): string {
+  return `a.disabled OR (a.shared IS NOT NULL AND NOT a.shared AND a.owner_id IS DISTINCT FROM ${owner})`;
+}
 
 /** The chat's owner's access, from the access row (undefined: no such owner). */
 export function accessOf(chat: Chat, row: AccessRow | undefined): WorkspaceAccess {
@@ -59,7 +58,7 @@ export function accessOf(chat: Chat, row: AccessRow | undefined): WorkspaceAcces
  */
 export async function workspaceAccess(q: Queryable, chat: Chat): Promise<WorkspaceAccess> {
   if (chat.workspaceId === null) return USABLE;
-  const r = await q.query<AccessRow>(ACCESS_ROW_SQL, [chat.ownerId, chat.workspaceId]);
+  const r = await q.query<AccessRow>(accessRowSql("$1", "$2"), [chat.ownerId, chat.workspaceId]);
   return accessOf(chat, r.rows[0]);
 }
 
@@ -90,31 +89,4 @@ export function lostWorkspaceWords(why: "unshared" | "owner_disabled"): {
           detail: "Start a new chat on a workspace of your own, or ask an admin to share it again.",
         },
       };
-}
-
-/**
- * The chat's owner may no longer use its workspace: no call of the batch is sent, each gets a
- * result saying why, and the turn ends in error with them, in one transaction (fenced: a stale
- * task writes nothing).
- */
-export async function refuseBatch(
-  deps: { db: Database; log: Logger; toolResultBudgetBytes: number; held?: HeldChat },
-  fence: Fence,
-  chat: Chat,
-  calls: ToolCallPart[],
-  why: "unshared" | "owner_disabled",
-): Promise<void> {
-  const words = lostWorkspaceWords(why);
-  const results = calls.map((c) => workspaceUnavailableResult(c.toolName, words.note));
-  deps.log.warn(
-    { chat_id: chat.id, workspace_id: chat.workspaceId, calls: calls.length, why },
-    "tool calls not sent: the workspace is no longer available to the chat's owner",
-  );
-  const messages = batchMessages(
-    calls,
-    results,
-    deps.toolResultBudgetBytes,
-    calls.map(() => undefined),
-  );
-  await finishError(deps.db, fence, words.error, messages, deps.held);
 }

@@ -8,7 +8,9 @@ import { loadChat } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import { startTestAgent, until } from "../support/agent.ts";
 import { results, seed, settle, startChat, testWorker } from "../support/chatd.ts";
-import { openTestDatabase, testDatabaseUrl, type TestDatabase } from "../support/db.ts";
+import { migrate } from "../../src/chatd/db/migrate.ts";
+import { openPostgres } from "../../src/chatd/db/postgres.ts";
+import { createScratchDatabase, testDatabaseUrl } from "../support/db.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
 
 const cleanup: (() => Promise<void>)[] = [];
@@ -45,8 +47,21 @@ function countingClaims(db: Database): { db: Database; claims: () => number } {
 
 describe.skipIf(!testDatabaseUrl())("acquisition between replicas (postgres)", () => {
   it("a replica runs no acquisition round for the changes of a chat another replica runs", async () => {
-    const t: TestDatabase = await openTestDatabase("postgres");
-    cleanup.push(() => t.close());
+    // A database of its own: notifications are per database, and another test's runnable chats
+    // (in its own schema of the shared one) would start rounds here that this test counts.
+    const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_acquire");
+    cleanup.push(() => scratch.drop());
+    const connections: Database[] = [];
+    cleanup.push(async () => {
+      for (const c of connections) await c.close();
+    });
+    const connect = async (): Promise<Database> => {
+      const c = await openPostgres({ url: scratch.url, poolSize: 4 });
+      connections.push(c);
+      return c;
+    };
+    const t = { db: await connect(), connect };
+    await migrate(t.db);
     const agent = await startTestAgent();
     cleanup.push(() => agent.close());
     const fake = await startFakeProvider();

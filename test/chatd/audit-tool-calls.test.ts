@@ -4,7 +4,9 @@
 // storable: src/chatd/audit-tool-calls.test.ts.)
 
 import { expect, it } from "vitest";
-import { createChat, sendMessage } from "../../src/chatd/transitions/index.ts";
+import { startBatch } from "../../src/chatd/batch-start.ts";
+import type { ChatMessage } from "../../src/chatd/messages.ts";
+import { createChat, loadChat, sendMessage } from "../../src/chatd/transitions/index.ts";
 import { settle, useLoops } from "../support/chatd.ts";
 import { describeDatabases } from "../support/db.ts";
 
@@ -63,6 +65,51 @@ describeDatabases("tool call audit", (db) => {
         path: `${agent.dir}/notes.txt`,
       }),
     ]);
+    // Each entry names the message holding its call (the first start rides on its commit).
+    const { history } = await settle(db(), chatId);
+    const holder = new Map(
+      history.flatMap((m) =>
+        m.content.flatMap((p) => (p.type === "tool-call" ? [[p.tool_call_id, m.id] as const] : [])),
+      ),
+    );
+    expect(r.rows.map((e) => e.details.message_id)).toEqual(
+      ["call_1", "call_2", "call_3"].map((id) => holder.get(id)),
+    );
+    expect(holder.size).toBe(3);
     expect(JSON.stringify(r.rows)).not.toContain("secret file content");
+  });
+
+  it("a batch started again (a retried or taken-over task) is recorded again, for the same message; a lost workspace records nothing", async () => {
+    const { setup } = await env(db);
+    const { id: chatId } = await createChat(db(), {
+      ownerId: setup.userId,
+      workspaceId: setup.workspaceId,
+      modelConfigId: setup.modelConfigId,
+    });
+    const chat = (await loadChat(db(), chatId))!;
+    const [message] = await db()
+      .query<{ id: string }>(
+        `INSERT INTO chat_messages (chat_id, role, visibility, content) VALUES ($1, 'assistant', 'both', '[]')
+       RETURNING id::text`,
+        [chatId],
+      )
+      .then((r) => r.rows);
+    const calls = [{ toolCallId: "c1", toolName: "execute", args: { command: "make" } }];
+    const m = { id: message!.id } as ChatMessage;
+    const started = await startBatch(db(), chat, m, calls, { audit: true });
+    expect(started.access).toEqual({ status: "usable" });
+    expect(started.ageMs).toBeGreaterThanOrEqual(0);
+    await startBatch(db(), chat, m, calls, { audit: true }); // and once more
+    await db().query("UPDATE workspaces SET shared = false, owner_id = NULL WHERE id = $1", [
+      setup.workspaceId,
+    ]);
+    const lost = await startBatch(db(), chat, m, calls, { audit: true });
+    expect(lost.access).toEqual({ status: "lost", why: "unshared" });
+    const r = await db().query<{ details: Record<string, unknown> }>(
+      "SELECT details FROM audit_log WHERE action = 'tool.call' AND target = $1",
+      [chatId],
+    );
+    const entry = { tool: "execute", tool_call_id: "c1", command: "make", message_id: message!.id };
+    expect(r.rows.map((e) => e.details)).toEqual([entry, entry]);
   });
 });

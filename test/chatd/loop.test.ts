@@ -156,17 +156,20 @@ describeDatabases("chat loop", (db) => {
   it("US1/US4: an attempt that times out mid-execute is retried without a second process", async () => {
     const { fake, setup, agent } = await env(db, { attemptTimeoutMs: 300 });
     const file = path.join(agent.dir, "log.txt");
-    fake.script(
-      {
-        toolCalls: [
-          {
-            id: "x",
-            name: "execute",
-            args: { command: `echo line >> ${file}; sleep 1.2`, timeout: "10s" },
+    // By what the model was sent, not in turn: under load a first attempt can time out even
+    // before the command (its answer then is not the model's), and is asked again.
+    fake.respond((req) =>
+      req.messages.some((m) => m.role === "tool")
+        ? { text: "ok" }
+        : {
+            toolCalls: [
+              {
+                id: "x",
+                name: "execute",
+                args: { command: `echo line >> ${file}; sleep 1.2`, timeout: "10s" },
+              },
+            ],
           },
-        ],
-      },
-      { text: "ok" },
     );
     const chatId = await startChat(db(), setup, "go");
     const { history } = await settle(db(), chatId);

@@ -61,10 +61,12 @@ const answer = (text: string) => ({
 describeDatabases("transitions", (db) => {
   it("a message insert moves history_version to the new snapshot and resets generation_attempt", async () => {
     const { chatId, fence } = await ownedChat(db());
+    // The claim counted the attempt of the model call that may come next; another is counted.
+    expect((await loadChat(db(), chatId))!.generationAttempt).toBe(1);
     const attempt = await recordGenerationAttempt(db(), fence);
-    expect(attempt).toBe(1);
+    expect(attempt).toBe(2);
     const before = (await loadChat(db(), chatId))!;
-    await commitStep(db(), { ...fence, generationAttempt: 1 }, [answer("hello")]);
+    await commitStep(db(), { ...fence, generationAttempt: 2 }, [answer("hello")]);
     const after = (await loadChat(db(), chatId))!;
     expect(BigInt(after.snapshotVersion)).toBe(BigInt(before.snapshotVersion) + 1n);
     expect(after.historyVersion).toBe(after.snapshotVersion);
@@ -214,5 +216,67 @@ describeDatabases("transitions", (db) => {
     const again = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
     expect(again.map((t) => t.chatId)).toEqual([chatId]);
     expect(again[0]!.runnerId).not.toBe(fence.runnerId);
+  });
+
+  it("a claim answers what its runner starts from: the history since the boundary, the snapshot, the inputs", async () => {
+    const owner = await user(db());
+    const workspace = randomUUID();
+    await db().query(
+      "INSERT INTO workspaces (id, name, owner_id, shared, agent_url) VALUES ($1, $2, $3, false, 'http://127.0.0.1:1')",
+      [workspace, `ws-${workspace}`, owner],
+    );
+    await db().query(
+      `INSERT INTO settings (key, value) VALUES ('instructions', '{"text":"be brief"}')
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+    );
+    const chat = await createChat(db(), {
+      ownerId: owner,
+      workspaceId: workspace,
+      modelConfigId: null,
+      message: "hi",
+    });
+    const workerId = randomUUID();
+    const [claim] = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
+    expect(claim!.chat.generationAttempt).toBe(1); // counted for the model call that comes next
+    expect(claim!.start).toEqual({
+      history: await loadHistory(db(), chat.id),
+      snapshot: null,
+      access: { status: "usable" },
+      organization: "be brief",
+    });
+    expect(claim!.start.history!.map((m) => m.content)).toEqual([[{ type: "text", text: "hi" }]]);
+
+    // Kept snapshot, a boundary, and the workspace now neither shared nor the owner's.
+    await db().query("INSERT INTO chat_contexts (chat_id, snapshot) VALUES ($1, $2::jsonb)", [
+      chat.id,
+      JSON.stringify({ environment: null, files: [], organization: null }),
+    ]);
+    const fence: Fence = {
+      chatId: chat.id,
+      workerId,
+      runnerId: claim!.runnerId,
+      status: "running",
+      historyVersion: claim!.chat.historyVersion,
+      generationAttempt: 1,
+    };
+    await commitStep(db(), fence, [{ ...answer("summary"), boundary: true }, answer("after")]);
+    await db().query("UPDATE workspaces SET owner_id = NULL WHERE id = $1", [workspace]);
+    await db().query(
+      "UPDATE chat_heartbeats SET heartbeat_at = now() - interval '2 minutes' WHERE chat_id = $1",
+      [chat.id],
+    );
+    const [again] = await acquire(db(), randomUUID(), { leaseMs: 60_000, limit: 10 });
+    expect(again!.start.history!.map((m) => m.content)).toEqual([
+      [{ type: "text", text: "summary" }],
+      [{ type: "text", text: "after" }],
+    ]);
+    expect(again!.start.snapshot?.snapshot).toEqual({
+      environment: null,
+      files: [],
+      organization: null,
+    });
+    expect(again!.start.snapshot?.capturedAt).toBeInstanceOf(Date);
+    expect(again!.start.access).toEqual({ status: "lost", why: "unshared" });
+    await db().query("DELETE FROM settings WHERE key = 'instructions'");
   });
 });

@@ -39,7 +39,16 @@ export interface FencedChange {
   /** What the statement answers besides the chat's row: `expression AS name, …` (Written.also). */
   answer?: string;
   params?: readonly unknown[];
+  /** Writes of other concerns riding along, each naming its own parameters (ChangePart). */
+  parts?: readonly ChangePart[];
 }
+
+/**
+ * A write that rides along on a fenced write (a kept context snapshot, a tool batch's start):
+ * CTEs that may read `c` and `m` (the chat's new row, the messages inserted) and what it
+ * answers, with its parameters named through `p(value)`, which answers the placeholder.
+ */
+export type ChangePart = (p: (value: unknown) => string) => { ctes: string[]; answer?: string };
 
 export interface Written {
   /** The chat's row as the statement left it. */
@@ -83,6 +92,20 @@ export async function fencedWriteIf(
         : []),
     ...(change.set ? [change.set] : []),
   ];
+  const params: unknown[] = [
+    fence.chatId,
+    fence.workerId,
+    fence.runnerId,
+    fence.status,
+    fence.historyVersion,
+    fence.generationAttempt ?? null,
+    CHAT_CHANNEL,
+    JSON.stringify(records),
+    ...(change.params ?? []),
+  ];
+  const p = (value: unknown): string => `$${params.push(value)}`;
+  const parts = (change.parts ?? []).map((part) => part(p));
+  const answers = [change.answer, ...parts.map((x) => x.answer)].filter((a) => a !== undefined);
   const ctes = [
     `c AS (UPDATE chats SET ${sets.join(", ")}
        WHERE id = $1 AND worker_id::text = $2 AND runner_id::text = $3 AND status = $4
@@ -93,25 +116,16 @@ export async function fencedWriteIf(
        RETURNING id, created_at)`,
     `n AS (SELECT pg_notify($7, ${changePayloadSql("c")}) FROM c)`,
     ...(change.ctes ?? []),
+    ...parts.flatMap((x) => x.ctes),
   ];
   const r = await q.query(
     `WITH ${ctes.join(",\n")}
      SELECT c.*, (SELECT count(*) FROM n) AS notified,
        (SELECT array_agg(id::text ORDER BY id) FROM m) AS message_ids,
        (SELECT array_agg(created_at ORDER BY id) FROM m) AS message_times
-       ${change.answer ? `, ${change.answer}` : ""}
+       ${answers.map((a) => `, ${a}`).join("")}
      FROM c`,
-    [
-      fence.chatId,
-      fence.workerId,
-      fence.runnerId,
-      fence.status,
-      fence.historyVersion,
-      fence.generationAttempt ?? null,
-      CHAT_CHANNEL,
-      JSON.stringify(records),
-      ...(change.params ?? []),
-    ],
+    params,
   );
   const row = r.rows[0];
   if (!row) {

@@ -73,3 +73,44 @@ describe("HeldChat", () => {
     expect(held.isNews(change(6))).toBe(false);
   });
 });
+
+describe("HeldChat's claim and batch start", () => {
+  const usable = { status: "usable" } as const;
+  const start = { history: [], snapshot: null, access: usable, organization: "rules" };
+
+  it("answers what the claim read while the claimed row is held, and its attempt once", () => {
+    const clock = new ManualClock();
+    const held = new HeldChat(clock);
+    const claimed = chat(5, { generationAttempt: 1 });
+    held.claimed(claimed, start);
+    expect(held.snapshot).toBeNull(); // the claim found none kept
+    expect(held.snapshotInputs()).toMatchObject({ access: usable, organization: "rules" });
+    expect(held.takeAttempt(fence)).toBe(1);
+    expect(held.takeAttempt(fence)).toBeUndefined();
+    // A write since: the inputs are of the claim's moment, no longer answered.
+    held.wrote({ chat: chat(6), messages: [], also: {} });
+    expect(held.snapshotInputs()).toBeUndefined();
+    // An interrupting chat's claim counts no attempt.
+    const other = new HeldChat(clock);
+    other.claimed(chat(5, { status: "interrupting" }), start);
+    expect(other.takeAttempt({ ...fence, status: "interrupting" })).toBeUndefined();
+  });
+
+  it("answers a batch start that rode on the calls' commit once, for that message, while recent", () => {
+    const clock = new ManualClock();
+    const held = new HeldChat(clock);
+    held.read(chat(5));
+    held.startedBatch("m9", usable, true);
+    clock.advance(30);
+    expect(held.takeBatchStart("m8")).toBeUndefined(); // another message's: and it is gone
+    expect(held.takeBatchStart("m9")).toBeUndefined();
+    held.startedBatch("m9", usable, true);
+    clock.advance(30);
+    held.drop(); // the audit entries it wrote are for this batch's send: kept through a drop
+    expect(held.takeBatchStart("m9")).toEqual({ access: usable, audit: true, ageMs: 30 });
+    expect(held.takeBatchStart("m9")).toBeUndefined();
+    held.startedBatch("m10", usable, false);
+    clock.advance(HELD_CHAT_MS + 1);
+    expect(held.takeBatchStart("m10")).toBeUndefined(); // too old: started again
+  });
+});

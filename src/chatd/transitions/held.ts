@@ -11,7 +11,9 @@ import type { Clock } from "../../contract/index.ts";
 import type { Chat, Fence } from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
 import type { ChatMessage } from "../messages.ts";
-import { loadSnapshot, type KeptSnapshot } from "../prompt/context.ts";
+import { loadSnapshot, type ContextSnapshot, type KeptSnapshot } from "../prompt/context.ts";
+import type { WorkspaceAccess } from "../workspace-access.ts";
+import type { ClaimedStart } from "./claim.ts";
 import type { ChatChange } from "./core.ts";
 import type { Written } from "./fenced.ts";
 
@@ -26,6 +28,12 @@ export class HeldChat {
   #readAt = 0;
   /** The row of this runner's last write, when it recorded the next model call's attempt. */
   #reserved: Chat | undefined;
+  /** What the claim read for taking the first snapshot, while the claimed row is held. */
+  #claimed: { chat: Chat; access: WorkspaceAccess; organization: string | null } | undefined;
+  /** A snapshot taken for the next model step, not kept yet (it is kept with that step). */
+  #unkept: ContextSnapshot | undefined;
+  /** The start that rode on the commit of the latest message's calls, until its batch runs. */
+  #batch: { messageId: string; access: WorkspaceAccess; audit: boolean; at: number } | undefined;
   /** The highest snapshot version a notification announced. */
   #announced = 0n;
   /** The highest snapshot version this runner read or wrote itself (kept through a drop). */
@@ -83,6 +91,52 @@ export class HeldChat {
     return BigInt(change.snapshot_version) > this.#seen;
   }
 
+  /**
+   * The chat as claimed, with what the claim read for its runner (ClaimedStart); a running
+   * chat's claim counted the attempt of the model call that may come next.
+   */
+  claimed(chat: Chat, start: ClaimedStart): void {
+    this.read(chat, start.history);
+    this.#snapshot = start.snapshot;
+    this.#claimed = { chat, access: start.access, organization: start.organization };
+    this.#reserved = chat.status === "running" ? chat : undefined;
+  }
+
+  /** What the claim read for taking the first snapshot, if the claimed row is still held. */
+  snapshotInputs(): { access: WorkspaceAccess; organization: string | null } | undefined {
+    const c = this.#claimed;
+    return c && this.chat === c.chat ? c : undefined;
+  }
+
+  /** A snapshot taken for the next model step and not kept yet; kept with it. */
+  get unkept(): ContextSnapshot | undefined {
+    return this.chat ? this.#unkept : undefined;
+  }
+
+  set unkept(snapshot: ContextSnapshot | undefined) {
+    this.#unkept = snapshot;
+  }
+
+  /** The batch of message `messageId` was started with the commit of its calls (batch-start.ts). */
+  startedBatch(messageId: string, access: WorkspaceAccess, audit: boolean): void {
+    this.#batch = { messageId, access, audit, at: this.clock.now() };
+  }
+
+  /**
+   * The start of message `messageId`'s batch, once, if it rode on the commit of the calls no
+   * more than `maxAgeMs` ago: its access, whether it wrote the audit entries, and the message's
+   * age. (Kept through a drop: its audit entries are for the send that comes next.)
+   */
+  takeBatchStart(
+    messageId: string,
+  ): { access: WorkspaceAccess; audit: boolean; ageMs: number } | undefined {
+    const b = this.#batch;
+    this.#batch = undefined;
+    const ageMs = b ? Math.max(0, this.clock.now() - b.at) : 0;
+    if (!b || b.messageId !== messageId || ageMs > this.maxAgeMs) return undefined;
+    return { access: b.access, audit: b.audit, ageMs };
+  }
+
   /** The history of the held `chat`, read on its own (kept only while that chat is held). */
   holdHistory(chat: Chat, history: ChatMessage[]): void {
     if (this.#chat === chat) this.#history = history;
@@ -129,6 +183,8 @@ export class HeldChat {
 
   drop(): void {
     this.#reserved = undefined;
+    this.#claimed = undefined;
+    this.#unkept = undefined;
     this.#chat = undefined;
     this.#history = undefined;
     this.#snapshot = undefined;

@@ -1,95 +1,29 @@
-// The worker side's transitions (CHATD.md 3, 4): acquire and renew leases, read for a task, and
-// the fenced writes of a task — commit a step, count an attempt, record a retry, finish the
-// turn, the interruption or with an error, and let go. A stale task's write fails its fence.
+// The worker side's transitions (CHATD.md 3, 4) beside its leases (claim.ts): read for a task,
+// and the fenced writes of a task — commit a step (with what rides along on it), count an
+// attempt, record a retry, finish the turn, the interruption or with an error, and let go. A
+// stale task's write fails its fence.
 
 import { ChatNotFoundError, checkFence, rowToChat, type Chat, type Fence } from "../chats.ts";
 import type { Database } from "../db/index.ts";
 import { rowToMessage, type ChatMessage, type MessagePart, type NewMessage } from "../messages.ts";
 import {
   answerOutstanding,
-  CHAT_CHANNEL,
-  changePayloadSql,
   insertMessages,
   loadModelHistory,
   startTurn,
   transition,
   type Locked,
 } from "./core.ts";
-import { fencedWrite, fencedWriteIf, type FencedChange, type Written } from "./fenced.ts";
+import {
+  fencedWrite,
+  fencedWriteIf,
+  type ChangePart,
+  type FencedChange,
+  type Written,
+} from "./fenced.ts";
 import type { ContextSnapshot } from "../prompt/context.ts";
 import type { HeldChat } from "./held.ts";
 import { storableJson, storableText } from "./storable.ts";
-
-export interface Acquired {
-  chatId: string;
-  runnerId: string;
-  /** The worker that owned the chat before (a takeover), or null when nobody did. */
-  previousWorkerId: string | null;
-  /** The chat's row as claimed: its runner starts from it. */
-  chat: Chat;
-}
-
-/**
- * Claims up to `limit` runnable chats (running or interrupting) that nobody owns or whose
- * lease is older than `leaseMs`, each with a fresh runner ID and lease. `ignoreLeases`
- * takes every runnable chat at once (a single replica starting up on its own database).
- */
-export async function acquire(
-  db: Database,
-  workerId: string,
-  o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
-): Promise<Acquired[]> {
-  // One statement: the claim, the leases and the notifications (one round trip, even when a
-  // round claims nothing, as most do).
-  const r = await db.query(
-    `WITH claim AS (
-         SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
-         WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
-           AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
-                OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
-         ORDER BY c.updated_at
-         LIMIT $3
-         FOR UPDATE OF c SKIP LOCKED)
-     , claimed AS (
-       UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
-                        snapshot_version = snapshot_version + 1, updated_at = now()
-       FROM claim WHERE chats.id = claim.id
-       RETURNING chats.*, claim.previous_worker_id)
-     , lease AS (
-       INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
-       SELECT id, runner_id, now() FROM claimed
-       ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())
-     , n AS (SELECT pg_notify($5, ${changePayloadSql("claimed")}) FROM claimed)
-     SELECT claimed.*, (SELECT count(*) FROM n) AS notified FROM claimed`,
-    [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false, CHAT_CHANNEL],
-  );
-  return r.rows.map((c) => ({
-    chatId: c.id as string,
-    runnerId: c.runner_id as string,
-    previousWorkerId: (c.previous_worker_id as string | null) ?? null,
-    chat: rowToChat(c),
-  }));
-}
-
-/**
- * Renews, in one statement, the lease of every chat this worker still owns through one of
- * `runnerIds` (its live runners); answers those chats. A chat owned in the database with no
- * live runner is not renewed, so its lease runs out and it is acquired again.
- */
-export async function heartbeat(
-  db: Database,
-  workerId: string,
-  runnerIds: string[],
-): Promise<Set<string>> {
-  const r = await db.query<{ chat_id: string }>(
-    `UPDATE chat_heartbeats h SET heartbeat_at = now() FROM chats c
-     WHERE c.id = h.chat_id AND c.worker_id = $1 AND c.runner_id = h.runner_id
-       AND h.runner_id = ANY($2::uuid[])
-     RETURNING h.chat_id`,
-    [workerId, runnerIds],
-  );
-  return new Set(r.rows.map((x) => x.chat_id));
-}
 
 /** A chat's history since the boundary (as loadModelHistory), each row with the chat's version. */
 const HISTORY_AT_SQL = `
@@ -162,9 +96,11 @@ export async function commitStep(
   fence: Fence,
   messages: NewMessage[],
   held?: HeldChat,
-  o: { nextAttempt?: boolean } = {},
-): Promise<ChatMessage[]> {
-  return (await write(db, fence, { messages, ...o }, held)).messages;
+  o: StepOptions = {},
+): Promise<Written> {
+  const w = await write(db, fence, stepChange(messages, o), held);
+  heldAfterStep(w, o, held);
+  return w;
 }
 
 /**
@@ -189,33 +125,44 @@ export async function commitCompaction(
 }
 
 /**
- * Keeps the chat's first context snapshot (docs/prompt.md), fenced like a step; a snapshot
- * already kept wins. A transition, so the runner starts the next task (the model step) at once.
+ * Keeps the chat's first context snapshot (docs/prompt.md) with the first model step that used
+ * it, in that step's statement; a snapshot already kept wins. `kept(also)` answers whether
+ * this one was kept, and when, from the statement's answer.
  */
-export async function keepContextSnapshot(
-  db: Database,
-  fence: Fence,
-  snapshot: ContextSnapshot,
-  held?: HeldChat,
-): Promise<void> {
-  const w = await write(
-    db,
-    fence,
-    {
-      ctes: [
-        `k AS (INSERT INTO chat_contexts (chat_id, snapshot) SELECT c.id, $9::jsonb FROM c
-               ON CONFLICT (chat_id) DO NOTHING RETURNING captured_at)`,
-      ],
-      answer: "(SELECT captured_at FROM k) AS kept_at",
-      params: [JSON.stringify(snapshot)],
-      // The model step that needs the snapshot is next.
-      nextAttempt: true,
-    },
-    held,
-  );
-  // This one is kept unless one was kept before (which the next read finds).
+export function keepSnapshotPart(snapshot: ContextSnapshot): ChangePart {
+  return (p) => ({
+    ctes: [
+      `k AS (INSERT INTO chat_contexts (chat_id, snapshot) SELECT c.id, ${p(JSON.stringify(snapshot))}::jsonb FROM c
+             ON CONFLICT (chat_id) DO NOTHING RETURNING captured_at)`,
+    ],
+    answer: "(SELECT captured_at FROM k) AS kept_at",
+  });
+}
+
+/** A step's commit (commitStep, commitFinalStep) and what rides along on it. */
+export interface StepOptions {
+  /** The next action calls the model: its attempt is recorded with this commit. */
+  nextAttempt?: boolean;
+  /** A context snapshot taken for this step, kept with it (held as kept once written). */
+  keep?: ContextSnapshot;
+  /** More writes of other concerns (batch-start.ts's): their answers are in Written.also. */
+  parts?: ChangePart[];
+}
+
+function stepChange(messages: NewMessage[], o: StepOptions): FencedChange {
+  return {
+    messages,
+    ...(o.nextAttempt && { nextAttempt: true }),
+    parts: [...(o.keep ? [keepSnapshotPart(o.keep)] : []), ...(o.parts ?? [])],
+  };
+}
+
+/** After a step's commit: the snapshot it kept (if it did; else the one kept before wins). */
+function heldAfterStep(w: Written, o: StepOptions, held: HeldChat | undefined): void {
+  if (!held || !o.keep) return;
   const keptAt = w.also.kept_at as Date | null;
-  if (held) held.snapshot = keptAt ? { snapshot, capturedAt: keptAt } : undefined;
+  held.snapshot = keptAt ? { snapshot: o.keep, capturedAt: keptAt } : undefined;
+  held.unkept = undefined;
 }
 
 /** Counts a generation attempt for the current history (the stream buffer's episode key). */
@@ -271,11 +218,12 @@ async function endTurnIfIdle(
   fence: Fence,
   messages: NewMessage[],
   held: HeldChat | undefined,
-): Promise<boolean> {
+  o: StepOptions = {},
+): Promise<Written | undefined> {
   const seen = held?.chat?.snapshotVersion;
-  if (seen === undefined) return false;
+  if (seen === undefined) return undefined;
   const w = await fencedWriteIf(db, fence, {
-    messages,
+    ...stepChange(messages, o),
     // A message insert clears the retry state itself.
     set: `status = 'waiting', worker_id = NULL, runner_id = NULL${messages.length > 0 ? "" : ", retry_state = NULL"}`,
     where: `snapshot_version = $9 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
@@ -285,9 +233,10 @@ async function endTurnIfIdle(
     held?.drop();
     throw err;
   });
-  if (!w) return false;
+  if (!w) return undefined;
   held?.wrote(w);
-  return true;
+  heldAfterStep(w, o, held);
+  return w;
 }
 
 /**
@@ -299,9 +248,12 @@ export async function commitFinalStep(
   fence: Fence,
   messages: NewMessage[],
   held?: HeldChat,
-): Promise<void> {
-  if (!(await endTurnIfIdle(db, fence, messages, held)))
-    await commitStep(db, fence, messages, held);
+  o: StepOptions = {},
+): Promise<Written> {
+  return (
+    (await endTurnIfIdle(db, fence, messages, held, o)) ??
+    (await commitStep(db, fence, messages, held, o))
+  );
 }
 
 /**

@@ -5,7 +5,7 @@
 // chat it acquires.
 
 /** Follows one owned chat's snapshot and runs the task its status calls for. */
-import type { Chat, Fence } from "../chats.ts";
+import type { Fence } from "../chats.ts";
 import { generationTask, type GenerationDeps } from "../generation.ts";
 import { interruptTask } from "../interrupt.ts";
 import {
@@ -15,6 +15,7 @@ import {
   HeldChat,
   loadChat,
   recordRetryState,
+  type Acquired,
   type ChatChange,
 } from "../transitions/index.ts";
 import { failureSentence, failureSummary } from "./failure.ts";
@@ -45,6 +46,8 @@ export interface RunnerOptions {
 
 export class Runner {
   readonly done: Promise<void>;
+  readonly chatId: string;
+  readonly runnerId: string;
   #task: { fence: Fence; ac: AbortController } | undefined;
   #stopped = new AbortController();
   #wake: (() => void) | undefined;
@@ -57,15 +60,15 @@ export class Runner {
     private readonly workerId: string,
     private readonly deps: GenerationDeps,
     private readonly o: RunnerOptions,
-    readonly chatId: string,
-    readonly runnerId: string,
-    claimed: Chat,
+    claimed: Acquired,
   ) {
+    this.chatId = claimed.chatId;
+    this.runnerId = claimed.runnerId;
     this.#held = new HeldChat(deps.clock);
-    this.#held.read(claimed);
+    this.#held.claimed(claimed.chat, claimed.start);
     this.#taskDeps = { ...deps, held: this.#held };
     this.done = this.#loop().catch((err: unknown) =>
-      deps.log.warn({ error: failureSummary(err), chat_id: chatId }, "runner failed"),
+      deps.log.warn({ error: failureSummary(err), chat_id: this.chatId }, "runner failed"),
     );
   }
 

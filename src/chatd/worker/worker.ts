@@ -7,7 +7,6 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { realClock, type Clock, type Timer } from "../../contract/index.ts";
-import type { Chat } from "../chats.ts";
 import type { GenerationDeps } from "../generation.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
@@ -15,6 +14,7 @@ import {
   acquire,
   CHAT_CHANNEL,
   heartbeat,
+  type Acquired,
   type ChatChange,
 } from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
@@ -191,7 +191,7 @@ export class Worker {
                 "took over chat",
               );
             }
-            this.#startRunner(c.chatId, c.runnerId, c.chat);
+            this.#startRunner(c);
           }
         } catch (err) {
           this.#error(err, undefined, "acquire");
@@ -202,10 +202,11 @@ export class Worker {
     return this.#acquiring;
   }
 
-  #startRunner(chatId: string, runnerId: string, claimed: Chat): void {
+  #startRunner(claimed: Acquired): void {
     if (this.#stopped) return;
+    const { chatId } = claimed;
     this.#runners.get(chatId)?.stop();
-    const runner = new Runner(this.id, this.#deps, this.#o, chatId, runnerId, claimed);
+    const runner = new Runner(this.id, this.#deps, this.#o, claimed);
     this.#runners.set(chatId, runner);
     this.#deps.metrics.chatsOwned.set(this.#runners.size);
     void runner.done.then(() => {

@@ -1,0 +1,146 @@
+// A worker's leases (CHATD.md 4): the claim of runnable chats, which also answers what each
+// claimed chat's runner starts from, and the renewal of the leases of the chats it runs.
+
+import { rowToChat, type Chat } from "../chats.ts";
+import type { Database } from "../db/index.ts";
+import { rowToMessage, type ChatMessage } from "../messages.ts";
+import {
+  instructionsOf,
+  INSTRUCTIONS_KEY,
+  type ContextSnapshot,
+  type KeptSnapshot,
+} from "../prompt/context.ts";
+import { accessOf, accessRowSql, type WorkspaceAccess } from "../workspace-access.ts";
+import { CHAT_CHANNEL, changePayloadSql } from "./core.ts";
+
+/**
+ * What a claimed chat's runner starts from, read in the claim's statement: its history since
+ * the boundary, its kept context snapshot, and what taking the first snapshot needs.
+ */
+export interface ClaimedStart {
+  /** Undefined when the chat's history moved while it was claimed: the runner reads it. */
+  history: ChatMessage[] | undefined;
+  /** Null: no snapshot is kept yet. */
+  snapshot: KeptSnapshot | null;
+  /** The owner's access to the workspace at the claim (workspace-access.ts). */
+  access: WorkspaceAccess;
+  /** The organisation's instructions at the claim. */
+  organization: string | null;
+}
+
+export interface Acquired {
+  chatId: string;
+  runnerId: string;
+  /** The worker that owned the chat before (a takeover), or null when nobody did. */
+  previousWorkerId: string | null;
+  /**
+   * The chat's row as claimed: its runner starts from it. A running chat's generation attempt
+   * is counted by the claim, for the model call that may come next (HeldChat.takeAttempt).
+   */
+  chat: Chat;
+  start: ClaimedStart;
+}
+
+/**
+ * Claims up to `limit` runnable chats (running or interrupting) that nobody owns or whose
+ * lease is older than `leaseMs`, each with a fresh runner ID and lease. `ignoreLeases`
+ * takes every runnable chat at once (a single replica starting up on its own database).
+ */
+export async function acquire(
+  db: Database,
+  workerId: string,
+  o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
+): Promise<Acquired[]> {
+  // One statement: the claim, the leases, the notifications and each runner's start (one round
+  // trip, even when a round claims nothing, as most do). The history is read as of the
+  // statement's snapshot, with the history version of that snapshot (`history_at`): the row it
+  // locks may be newer, and then the runner reads the history itself.
+  const r = await db.query(
+    `WITH claim AS (
+         SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
+         WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
+           AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
+                OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
+         ORDER BY c.updated_at
+         LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED)
+     , claimed AS (
+       UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
+                        snapshot_version = snapshot_version + 1, updated_at = now(),
+                        generation_attempt = generation_attempt + (status = 'running')::int
+       FROM claim WHERE chats.id = claim.id
+       RETURNING chats.*, claim.previous_worker_id)
+     , lease AS (
+       INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
+       SELECT id, runner_id, now() FROM claimed
+       ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())
+     , n AS (SELECT pg_notify($5, ${changePayloadSql("claimed")}) FROM claimed)
+     SELECT claimed.*, (SELECT count(*) FROM n) AS notified,
+       (SELECT x.history_version FROM chats x WHERE x.id = claimed.id) AS history_at,
+       (SELECT json_agg(m ORDER BY m.id) FROM chat_messages m
+        WHERE m.chat_id = claimed.id AND NOT m.deleted
+          AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
+                                WHERE b.chat_id = claimed.id AND b.boundary AND NOT b.deleted), 0)
+       ) AS history,
+       k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
+       a.disabled AS owner_disabled, a.shared AS workspace_shared,
+       a.owner_id AS workspace_owner_id,
+       (SELECT s.value FROM settings s WHERE s.key = $6) AS instructions
+     FROM claimed
+     LEFT JOIN chat_contexts k ON k.chat_id = claimed.id
+     LEFT JOIN LATERAL (${accessRowSql("claimed.owner_id", "claimed.workspace_id")}) a ON true`,
+    [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false, CHAT_CHANNEL, INSTRUCTIONS_KEY],
+  );
+  return r.rows.map((c) => {
+    const chat = rowToChat(c);
+    const history =
+      String(c.history_at) === chat.historyVersion
+        ? ((c.history as Record<string, unknown>[] | null) ?? []).map((m) =>
+            rowToMessage({ ...m, id: String(m.id), created_at: new Date(m.created_at as string) }),
+          )
+        : undefined;
+    return {
+      chatId: chat.id,
+      runnerId: chat.runnerId!,
+      previousWorkerId: (c.previous_worker_id as string | null) ?? null,
+      chat,
+      start: {
+        history,
+        snapshot: c.kept_snapshot
+          ? { snapshot: c.kept_snapshot as ContextSnapshot, capturedAt: c.kept_at as Date }
+          : null,
+        access: accessOf(
+          chat,
+          c.owner_disabled === null
+            ? undefined
+            : {
+                disabled: c.owner_disabled as boolean,
+                shared: c.workspace_shared as boolean | null,
+                owner_id: c.workspace_owner_id as string | null,
+              },
+        ),
+        organization: instructionsOf(c.instructions as { text?: unknown } | null),
+      },
+    };
+  });
+}
+
+/**
+ * Renews, in one statement, the lease of every chat this worker still owns through one of
+ * `runnerIds` (its live runners); answers those chats. A chat owned in the database with no
+ * live runner is not renewed, so its lease runs out and it is acquired again.
+ */
+export async function heartbeat(
+  db: Database,
+  workerId: string,
+  runnerIds: string[],
+): Promise<Set<string>> {
+  const r = await db.query<{ chat_id: string }>(
+    `UPDATE chat_heartbeats h SET heartbeat_at = now() FROM chats c
+     WHERE c.id = h.chat_id AND c.worker_id = $1 AND c.runner_id = h.runner_id
+       AND h.runner_id = ANY($2::uuid[])
+     RETURNING h.chat_id`,
+    [workerId, runnerIds],
+  );
+  return new Set(r.rows.map((x) => x.chat_id));
+}
