@@ -74,44 +74,15 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
-  app.addHook("onRequest", async (request, reply) => {
+  // A callback hook, not an async one: a request that passes goes on to its route at once,
+  // without a promise and a microtask turn of its own.
+  app.addHook("onRequest", (request, reply, done) => {
     // The clock is read once, when the request enters, before the body is read.
     const state: AgentRequestState = { enteredAt: clock.now(), chatId: undefined };
     (request as unknown as { agent: AgentRequestState }).agent = state;
-    // The agent serves only its server, never a browser: a page's request carries an Origin
-    // (chatd's, and the dial-out connection's, never do), so it is refused before anything.
-    if (request.headers.origin !== undefined) {
-      return sendAnswer(
-        reply,
-        codedAnswer(
-          "origin_refused",
-          "Requests from web pages are refused.",
-          "The workspace agent answers only its server; a request with an Origin header comes from a browser.",
-        ),
-      );
-    }
-    if (token && !authorized(request, token)) {
-      return sendAnswer(
-        reply,
-        errorAnswer(401, "Missing or wrong agent token.", "Send Authorization: Bearer <token>."),
-      );
-    }
-    const chat = parseChatIdHeader(distinctHeaders(request.raw));
-    if (chat.kind === "error")
-      return sendAnswer(reply, errorAnswer(400, "Invalid Coder-Chat-Id header.", chat.detail));
-    if (chat.kind === "chat") state.chatId = chat.chatId;
-    const config = request.routeOptions.config as { json?: boolean } | undefined;
-    if (config?.json && !jsonContentType(request)) {
-      return sendAnswer(
-        reply,
-        codedAnswer(
-          "unsupported_media_type",
-          "Send the request body as Content-Type: application/json.",
-          `got ${JSON.stringify(request.headers["content-type"] ?? "no Content-Type")}`,
-        ),
-      );
-    }
-    return undefined;
+    const refusal = edgeRefusal(request, token, state);
+    if (refusal) sendAnswer(reply, refusal);
+    else done();
   });
 
   app.setNotFoundHandler((request, reply) =>
@@ -140,6 +111,40 @@ export function agentFastify(clock: Clock, tokenText?: string): FastifyInstance 
   );
 
   return app;
+}
+
+/**
+ * Why the edge refuses a request before any route, or undefined; sets the request's chat.
+ */
+function edgeRefusal(
+  request: FastifyRequest,
+  token: Buffer | undefined,
+  state: AgentRequestState,
+): Answer | undefined {
+  // The agent serves only its server, never a browser: a page's request carries an Origin
+  // (chatd's, and the dial-out connection's, never do), so it is refused before anything.
+  if (request.headers.origin !== undefined) {
+    return codedAnswer(
+      "origin_refused",
+      "Requests from web pages are refused.",
+      "The workspace agent answers only its server; a request with an Origin header comes from a browser.",
+    );
+  }
+  if (token && !authorized(request, token)) {
+    return errorAnswer(401, "Missing or wrong agent token.", "Send Authorization: Bearer <token>.");
+  }
+  const chat = parseChatIdHeader(distinctHeaders(request.raw));
+  if (chat.kind === "error") return errorAnswer(400, "Invalid Coder-Chat-Id header.", chat.detail);
+  if (chat.kind === "chat") state.chatId = chat.chatId;
+  const config = request.routeOptions.config as { json?: boolean } | undefined;
+  if (config?.json && !jsonContentType(request)) {
+    return codedAnswer(
+      "unsupported_media_type",
+      "Send the request body as Content-Type: application/json.",
+      `got ${JSON.stringify(request.headers["content-type"] ?? "no Content-Type")}`,
+    );
+  }
+  return undefined;
 }
 
 /**

@@ -4,6 +4,10 @@
 // which loads nothing but Node's own modules. It relays each child's output and exit over
 // IPC, and when the agent goes away it kills every process group it started, then exits.
 //
+// Each message wakes the agent, so a process that ends costs one when it can: its output ends at
+// end of file on both pipes (not at the pipes' handle close, a loop phase later), and an exit
+// that finds the output already ended says so itself (`closed`) instead of a "close" after it.
+//
 // Plain JavaScript on purpose: it runs without the TypeScript loader, to stay small.
 
 import { spawn } from "node:child_process";
@@ -14,7 +18,7 @@ const STOP_DRAIN_MAX_BYTES = 1024 * 1024;
 
 /** The base environment of every process, sent by the agent first. */
 let baseEnv = {};
-/** Live children by process id (the agent's ID): they still have output to relay. */
+/** Live children by process id (the agent's ID): until their exit and end of output are sent. */
 const children = new Map();
 /** Groups whose shell exited while a member still held the pipes: members may live on. */
 const lingering = new Set();
@@ -39,23 +43,34 @@ function start({ id, command, cwd, env }) {
     send({ t: "failed", id, message: String(err?.message ?? err) });
     return;
   }
-  let started = false;
-  child.once("error", (err) => {
-    if (!started) send({ t: "failed", id, message: err.message });
-  });
-  child.once("spawn", () => {
-    started = true;
-    children.set(id, child);
-    send({ t: "spawned", id, pid: child.pid });
-  });
+  // A pid means it started (Node emits "spawn" a tick later); without one, "error" says why.
+  if (child.pid === undefined) {
+    child.once("error", (err) => send({ t: "failed", id, message: err.message }));
+    return;
+  }
+  children.set(id, child);
+  send({ t: "spawned", id, pid: child.pid });
+  // Output ends when both pipes ended (every "data" came before) or closed (an error, or a
+  // stop). The one that completes the pair of exit and end of output sends "closed", unless a
+  // stop already did (it took the child out of `children`).
+  let exited = false;
+  let open = 2;
   for (const stream of [child.stdout, child.stderr]) {
     stream.on("data", (chunk) => send({ t: "data", id, chunk }, stream));
     stream.on("error", () => {});
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      if (--open === 0 && exited && children.delete(id)) send({ t: "close", id });
+    };
+    stream.once("end", end);
+    stream.once("close", end);
   }
-  child.once("exit", (code, signal) => send({ t: "exit", id, code, signal }));
-  child.once("close", () => {
-    if (!children.delete(id)) return;
-    send({ t: "close", id });
+  child.once("exit", (code, signal) => {
+    exited = true;
+    const closed = open === 0 && children.delete(id);
+    send({ t: "exit", id, code, signal, closed });
   });
 }
 

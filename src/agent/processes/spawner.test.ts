@@ -32,6 +32,23 @@ describe("spawner", () => {
     expect(c.output()).toBe("hi\n");
   });
 
+  it("output that ends after the shell's exit closes after it, with every byte", async () => {
+    const s = new Spawner({ PATH: process.env.PATH });
+    spawners.push(s);
+    const r = await s.spawn({
+      id: "a",
+      command: "(sleep 0.2; echo late) & echo early",
+      cwd: "/",
+      env: {},
+    });
+    if (!r.ok) throw new Error(r.detail);
+    const c = collect();
+    r.process.listen(c.events);
+    await until(() => c.seen.includes("close"));
+    expect(c.seen).toEqual(["exit 0 null", "close"]);
+    expect(c.output()).toBe("early\nlate\n");
+  });
+
   it("the base environment comes from the agent and the request adds to it", async () => {
     const s = new Spawner({ PATH: process.env.PATH, BASE: "b" });
     spawners.push(s);

@@ -46,7 +46,8 @@ type FromSpawner =
   | { t: "spawned"; id: string; pid: number }
   | { t: "failed"; id: string; message: string }
   | { t: "data"; id: string; chunk: Uint8Array }
-  | { t: "exit"; id: string; code: number | null; signal: string | null }
+  /** `closed`: the output had already ended, so no "close" follows. */
+  | { t: "exit"; id: string; code: number | null; signal: string | null; closed: boolean }
   | { t: "close"; id: string };
 
 class Spawned implements SpawnedProcess, ProcessEvents {
@@ -166,15 +167,19 @@ export class Spawner {
         return;
       case "exit":
         this.#live.get(m.id)?.exit(m.code, m.signal);
+        if (m.closed) this.#closed(m.id);
         return;
-      case "close": {
-        const p = this.#live.get(m.id);
-        this.#live.delete(m.id);
-        this.#updateRef();
-        p?.close();
+      case "close":
+        this.#closed(m.id);
         return;
-      }
     }
+  }
+
+  #closed(id: string): void {
+    const p = this.#live.get(id);
+    this.#live.delete(id);
+    this.#updateRef();
+    p?.close();
   }
 
   #settle(id: string, outcome: SpawnOutcome): void {

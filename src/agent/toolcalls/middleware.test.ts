@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { ManualClock, RUN_AGE_HEADER } from "../../contract/index.ts";
@@ -220,6 +221,22 @@ describe("tool call middleware", () => {
     expect(res.status).toBe(409);
     expect(res.json()).toMatchObject({ code: "input_mismatch" });
     expect(h.runs).toHaveLength(1);
+  });
+
+  it("the input hash is SHA-256 of each part's UTF-8 bytes after its length as uint64 BE", () => {
+    const part = (bytes: Buffer) => {
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64BE(BigInt(bytes.length));
+      return Buffer.concat([len, bytes]);
+    };
+    const body = Buffer.from('{"command":"true"}');
+    const expected = createHash("sha256")
+      .update(part(Buffer.from("POST")))
+      .update(part(Buffer.from("/api/é%2F")))
+      .update(part(Buffer.from("x=1&y")))
+      .update(part(body))
+      .digest();
+    expect(inputHash("POST", "/api/é%2F?x=1&y", body).equals(expected)).toBe(true);
   });
 
   it("the input hash covers method, raw path, raw query and body, each length-prefixed", () => {

@@ -65,15 +65,21 @@ export function requestState(request: FastifyRequest): AgentRequestState {
   return (request as unknown as { agent: AgentRequestState }).agent;
 }
 
-/** SHA-256 over method, raw path, raw query and body, each preceded by its length (uint64 BE). */
+/**
+ * SHA-256 over method, raw path, raw query and body (the strings as UTF-8), each preceded by
+ * its length in bytes (uint64 BE).
+ */
 export function inputHash(method: string, rawUrl: string, body: Buffer): Buffer {
   const q = rawUrl.indexOf("?");
   const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
   const query = q < 0 ? "" : rawUrl.slice(q + 1);
   const h = createHash("sha256");
-  for (const part of [Buffer.from(method), Buffer.from(path), Buffer.from(query), body]) {
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64BE(BigInt(part.length));
+  // `update` copies what it is given, so one length buffer serves every part.
+  const len = Buffer.allocUnsafe(8);
+  for (const part of [method, path, query, body]) {
+    const n = typeof part === "string" ? Buffer.byteLength(part) : part.length;
+    len.writeUInt32BE(Math.floor(n / 2 ** 32), 0);
+    len.writeUInt32BE(n >>> 0, 4);
     h.update(len).update(part);
   }
   return h.digest();
