@@ -2,7 +2,9 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { StreamBuffer, type StreamListener } from "../chatd/stream.ts";
+import type { Database } from "../chatd/db/index.ts";
 import { sendMessage } from "../chatd/transitions/index.ts";
+import { CHAT_WITH_VISIBLE_MESSAGES_SQL } from "./stream.ts";
 import {
   openSse,
   startTestApi,
@@ -24,6 +26,27 @@ class CountingBuffer extends StreamBuffer {
   }
 }
 
+/** `db`, recording the text of every statement run outside a transaction (each its own commit). */
+function recording(db: Database): { db: Database; statements: string[] } {
+  const statements: string[] = [];
+  const proxy = new Proxy(db, {
+    get(target, key) {
+      if (key === "query")
+        return (sql: string, params?: unknown[]) => {
+          statements.push(sql);
+          return target.query(sql, params);
+        };
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { db: proxy, statements };
+}
+
+/** The statements that read or write chats or their messages (not the token lookups). */
+const chatStatements = (statements: string[]): string[] =>
+  statements.filter((s) => /\bchat(s|_messages)\b/.test(s));
+
 const ofType = (events: SseEvent[], type: string): SseEvent[] =>
   events.filter((e) => e.event === type);
 
@@ -31,10 +54,13 @@ describeDatabases("chat event stream", (db) => {
   let api: TestApi;
   let buffer: CountingBuffer;
   let baseUrl: string;
+  let statements: string[];
   const readers: SseReader[] = [];
   beforeEach(async () => {
     buffer = new CountingBuffer();
-    api = await startTestApi(db(), { buffer });
+    const r = recording(db());
+    statements = r.statements;
+    api = await startTestApi(r.db, { buffer });
     await api.app.listen({ host: "127.0.0.1", port: 0 });
     baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   });
@@ -94,6 +120,17 @@ describeDatabases("chat event stream", (db) => {
     });
     expect(ofType(live, "status")[1]!.data).toEqual({ status: "running", retrying: null });
     expect(ofType(live, "message").map((e) => e.id)).toEqual([m2, sent.messageId]);
+  });
+
+  it("the first refresh reads the chat and its messages in one statement", async () => {
+    const chatId = await newChat();
+    const m1 = await insert(chatId, "user", "first");
+    const m2 = await insert(chatId, "assistant", "second");
+    statements.length = 0;
+    const sse = await open(`/api/v1/chats/${chatId}/stream?after_id=${m1}`);
+    const events = await sse.until((es) => ofType(es, "status").length === 1);
+    expect(ofType(events, "message").map((e) => e.id)).toEqual([m2]);
+    expect(chatStatements(statements)).toEqual([CHAT_WITH_VISIBLE_MESSAGES_SQL]);
   });
 
   it("without after_id every committed message comes first, in order", async () => {

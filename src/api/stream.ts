@@ -6,17 +6,17 @@
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Chat, ChatStatus } from "../chatd/chats.ts";
-import { rowToMessage } from "../chatd/messages.ts";
+import { rowToChat, type Chat, type ChatStatus } from "../chatd/chats.ts";
+import { rowToMessage, type ChatMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
 import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
-import { readableChat } from "./chats.ts";
+import { checkReadable } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
-import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
+import { messageView, VISIBLE_MESSAGE_SQL, VISIBLE_MESSAGES_SQL } from "./views.ts";
 import { watchWorkspace } from "./workspace-events.ts";
 import { findWorkspace } from "./workspaces.ts";
 
@@ -45,6 +45,50 @@ function shownState(
     workerId: c.worker_id,
     retryState: null,
   };
+}
+
+/** The message columns the stream's first statement answers beside the chat's, as `m_<column>`. */
+const MESSAGE_COLUMNS = [
+  "id",
+  "chat_id",
+  "role",
+  "visibility",
+  "content",
+  "created_by",
+  "created_at",
+  "input_tokens",
+  "output_tokens",
+  "runtime_ms",
+  "cost_micros",
+  "prompt_tokens",
+  "context_limit",
+  "boundary",
+];
+
+/**
+ * The chat's row and the messages a person sees after `$2` (VISIBLE_MESSAGES_SQL's), in one
+ * statement: a row per message (one row without a message when there is none), the chat's
+ * columns on each, in ID order.
+ */
+export const CHAT_WITH_VISIBLE_MESSAGES_SQL = `SELECT c.*, ${MESSAGE_COLUMNS.map((k) => `m.${k} AS m_${k}`).join(", ")}
+  FROM chats c LEFT JOIN LATERAL (
+    SELECT * FROM chat_messages WHERE chat_id = c.id AND id > $2 AND ${VISIBLE_MESSAGE_SQL}
+  ) m ON true
+  WHERE c.id = $1 ORDER BY m.id`;
+
+/** The chat (undefined if there is none) and its visible messages after `afterId`, read at once. */
+export async function readChatWithMessages(
+  ctx: Pick<ApiContext, "db">,
+  chatId: string,
+  afterId: string,
+): Promise<{ chat: Chat | undefined; messages: ChatMessage[] }> {
+  const r = await ctx.db.query(CHAT_WITH_VISIBLE_MESSAGES_SQL, [chatId, afterId]);
+  const row = r.rows[0];
+  if (!row) return { chat: undefined, messages: [] };
+  const messages = r.rows
+    .filter((x) => x.m_id !== null && x.m_id !== undefined)
+    .map((x) => rowToMessage(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, x[`m_${k}`]]))));
+  return { chat: rowToChat(row), messages };
 }
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
@@ -84,12 +128,16 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (started) void refresh();
     });
     // Read after subscribing, so the first refresh starts from it: a later commit is announced.
-    const chat = await readableChat(ctx, request, id).catch((err: unknown) => {
-      unsubscribeChanges();
-      throw err;
-    });
-    /** The chat as read above, for the first refresh (unless a change came since). */
-    let first: Chat | undefined = chat;
+    // One statement: the chat (checked for access before anything is sent) and its messages.
+    const read = await readChatWithMessages(ctx, id, lastId)
+      .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
+      .catch((err: unknown) => {
+        unsubscribeChanges();
+        throw err;
+      });
+    const chat = read.chat;
+    /** The chat and its messages as read above, for the first refresh (unless a change came since). */
+    let first: { chat: Chat; messages: ChatMessage[] } | undefined = read;
     const out = openLongResponse(ctx, reply, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
@@ -129,6 +177,15 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     /** The owner's parts while another replica owns the chat (set once the stream is open). */
     let relay: OwnerRelay | undefined;
 
+    /** Sends those of `messages` (visible ones, in ID order) after the last one sent. */
+    const sendMessages = (messages: ChatMessage[]): void => {
+      for (const m of messages) {
+        if (BigInt(m.id) <= BigInt(lastId)) continue;
+        send("message", messageView(m), m.id);
+        lastId = m.id;
+      }
+    };
+
     /** Sends every committed message after the last one sent, then the status if it moved. */
     const refresh = async (): Promise<void> => {
       if (refreshing) {
@@ -141,10 +198,16 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           again = false;
           const change = latest;
           latest = undefined;
+          const read = first;
+          first = undefined;
+          if (read) {
+            // The first refresh: the messages came with the chat, in the same statement.
+            sendMessages(read.messages);
+            sentHistory = BigInt(read.chat.historyVersion);
+          }
           // The chat's state first (the change's, else read): the messages read after it hold at
           // least its history version's.
-          const known = change ? shownState(change) : first;
-          first = undefined;
+          const known = change ? shownState(change) : read?.chat;
           const chat = known ?? (await loadChat(ctx.db, id));
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
@@ -154,11 +217,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
             announcedHistory > sentHistory
           ) {
             const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
-            for (const row of r.rows) {
-              const m = rowToMessage(row);
-              send("message", messageView(m), m.id);
-              lastId = m.id;
-            }
+            sendMessages(r.rows.map(rowToMessage));
             sentHistory = history;
           }
           const retrying = retryingOf(chat);
