@@ -20,6 +20,7 @@ import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
+import { MessageFeed } from "../chatd/message-feed.ts";
 import { streamRoutes } from "./stream.ts";
 import { templateRoutes } from "./templates.ts";
 import { tokenRoutes } from "./tokens.ts";
@@ -96,6 +97,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     ...o,
     changes: new ChatChanges(o.db),
     streams: new Set(),
+    feed: o.feed ?? new MessageFeed(o.clock),
     agents:
       o.agents ??
       new AgentPool(o.db, {

@@ -244,7 +244,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = parse(SendBody, request.body, "body");
     await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
     const busy = body.busy_behavior ?? "queue";
-    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy);
+    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy, ctx.feed);
     // Who sent how much, and how: never the text.
     await audit(ctx.db, request, {
       userId: user.id,

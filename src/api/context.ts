@@ -6,6 +6,7 @@ import type { AgentPool } from "../chatd/agents.ts";
 import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
+import type { MessageFeed } from "../chatd/message-feed.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { AddressPolicy, Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -19,6 +20,11 @@ export interface ApiOptions {
   db: Database;
   /** This replica's live parts, for the event streams. */
   buffer: StreamBuffer;
+  /**
+   * The messages this replica commits, for its event streams (shared with its worker, which
+   * publishes its commits there): a stream sends them without reading. The API's own by default.
+   */
+  feed?: MessageFeed;
   /** Serves GET / (index.html) and the UI's files; without it, a page pointing to the API. */
   webRoot?: string;
   /** The default model config ID when a chat names none; null falls back to the `is_default` one. */
@@ -106,5 +112,7 @@ export interface ApiContext extends ApiOptions {
   streams: Set<() => void>;
   /** The given pool, or the API's own. */
   agents: AgentPool;
+  /** The given feed, or the API's own. */
+  feed: MessageFeed;
   secrets: SecretBox;
 }

@@ -16,7 +16,12 @@ import { checkReadable } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
-import { messageView, VISIBLE_MESSAGE_SQL, VISIBLE_MESSAGES_SQL } from "./views.ts";
+import {
+  isVisibleMessage,
+  messageView,
+  VISIBLE_MESSAGE_SQL,
+  VISIBLE_MESSAGES_SQL,
+} from "./views.ts";
 import { watchWorkspace } from "./workspace-events.ts";
 import { findWorkspace } from "./workspaces.ts";
 
@@ -118,21 +123,28 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     let announcedHistory = 0n;
     /** The newest change not refreshed from yet: what the stream shows is in its payload. */
     let latest: ChatChange | undefined;
-    // Subscribed before history is read: a commit after the read is announced after it.
-    // A change before the first refresh is covered by it.
-    const unsubscribeChanges = await ctx.changes.subscribe(id, (change) => {
-      const v = BigInt(change.history_version);
-      if (v > announcedHistory) announcedHistory = v;
-      if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
-        latest = change;
-      if (started) void refresh();
-    });
+    // Followed in the feed and subscribed before history is read: a commit after the read is
+    // announced after it (and, made here, held). A change before the first refresh is covered.
+    const unwatch = ctx.feed.watch(id);
+    const unsubscribeChanges = await ctx.changes
+      .subscribe(id, (change) => {
+        const v = BigInt(change.history_version);
+        if (v > announcedHistory) announcedHistory = v;
+        if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
+          latest = change;
+        if (started) void refresh();
+      })
+      .catch((err: unknown) => {
+        unwatch();
+        throw err;
+      });
     // Read after subscribing, so the first refresh starts from it: a later commit is announced.
     // One statement: the chat (checked for access before anything is sent) and its messages.
     const read = await readChatWithMessages(ctx, id, lastId)
       .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
       .catch((err: unknown) => {
         unsubscribeChanges();
+        unwatch();
         throw err;
       });
     const chat = read.chat;
@@ -150,6 +162,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       maxBufferedBytes: SSE_MAX_BUFFERED_BYTES,
     });
     out.onClose(unsubscribeChanges);
+    out.onClose(unwatch);
     const send = (event: string, data: unknown, eventId?: string): void => {
       out.write(
         `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
@@ -186,6 +199,28 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       }
     };
 
+    /**
+     * Sends the messages of the held commits that moved history on from `from`, one after the
+     * other (a commit under way on this replica is waited for, once, when they fall short of
+     * `target`); answers the history version they reach. Each held commit's messages are all
+     * those between its versions, and IDs increase in commit order, so none is skipped.
+     */
+    const fromFeed = async (from: bigint, target: bigint): Promise<bigint> => {
+      const follow = (v: bigint): bigint => {
+        for (let e = ctx.feed.from(id, v); e; e = ctx.feed.from(id, v)) {
+          sendMessages(e.messages.filter((m) => isVisibleMessage(m)));
+          v = e.after;
+        }
+        return v;
+      };
+      const reached = follow(from);
+      if (reached >= target) return reached;
+      const settling = ctx.feed.settled(id);
+      if (!settling) return reached;
+      await settling;
+      return follow(reached);
+    };
+
     /** Sends every committed message after the last one sent, then the status if it moved. */
     const refresh = async (): Promise<void> => {
       if (refreshing) {
@@ -211,14 +246,17 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           const chat = known ?? (await loadChat(ctx.db, id));
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
-          if (
-            sentHistory === undefined ||
-            history > sentHistory ||
-            announcedHistory > sentHistory
-          ) {
-            const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
-            sendMessages(r.rows.map(rowToMessage));
-            sentHistory = history;
+          // Every version here was committed before this point (a notification is sent on
+          // commit): a read from now on holds its messages.
+          const target = history > announcedHistory ? history : announcedHistory;
+          if (sentHistory === undefined || target > sentHistory) {
+            // This replica's own commits since, from memory; a read for anything else.
+            if (sentHistory !== undefined) sentHistory = await fromFeed(sentHistory, target);
+            if (sentHistory === undefined || sentHistory < target) {
+              const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
+              sendMessages(r.rows.map(rowToMessage));
+              sentHistory = target;
+            }
           }
           const retrying = retryingOf(chat);
           const retryingJson = JSON.stringify(retrying);

@@ -12,6 +12,7 @@ import {
   abandon,
   finishError,
   finishInterruption,
+  HELD_CHAT_MS,
   HeldChat,
   loadChat,
   recordRetryState,
@@ -61,7 +62,7 @@ export class Runner {
     readonly runnerId: string,
     claimed: Chat,
   ) {
-    this.#held = new HeldChat(deps.clock);
+    this.#held = new HeldChat(deps.clock, HELD_CHAT_MS, deps.feed);
     this.#held.read(claimed);
     this.#taskDeps = { ...deps, held: this.#held };
     this.done = this.#loop().catch((err: unknown) =>
