@@ -14,6 +14,8 @@ import type { WorkspaceServices } from "../workspaces/index.ts";
 import type { ResolveHost } from "./agent-url.ts";
 import type { ChatChanges } from "./changes.ts";
 import type { ThrottleOptions } from "./throttle.ts";
+import type { TokenRow } from "./auth.ts";
+import type { TokenCache } from "./token-cache.ts";
 
 export interface ApiOptions {
   /** Where users, tokens, chats and messages live. */
@@ -114,5 +116,7 @@ export interface ApiContext extends ApiOptions {
   agents: AgentPool;
   /** The given feed, or the API's own. */
   feed: MessageFeed;
+  /** The bearer check's token lookups, held until a token or user changes (token-cache.ts). */
+  tokens: TokenCache<TokenRow>;
   secrets: SecretBox;
 }
