@@ -1,6 +1,10 @@
 // A chat's event stream (SSE): the committed messages after `after_id`, then live parts, new
 // messages and status changes. Changes are subscribed before history is read, so no commit
 // falls in between; one refresh runs at a time, so each message goes out once, in ID order.
+// The first refresh reads the chat (checked for access first) and its messages in one
+// statement; later, a commit this replica made comes from its feed (chatd/message-feed.ts)
+// when the stream's messages are complete up to the history version it moved from, and
+// anything else is read.
 // Live parts come from this replica's buffer and, while another replica owns the chat, from
 // that owner (relay.ts); the stream follows the owner the chat row names at each refresh.
 
@@ -115,9 +119,10 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     let refreshing = false;
     let again = false;
     /**
-     * The history version the messages sent are complete up to (the chat's, read before them),
-     * and the highest one a change announced: messages are read only when history moved, not
-     * for the other changes of a turn (an attempt, a retry state, the owner).
+     * The history version the messages sent are complete up to (one committed before they were
+     * read, or the last held commit they came from), and the highest one a change announced:
+     * messages are sent only when history moved, not for the other changes of a turn (an
+     * attempt, a retry state, the owner).
      */
     let sentHistory: bigint | undefined;
     let announcedHistory = 0n;
