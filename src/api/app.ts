@@ -20,7 +20,9 @@ import { modelRoutes } from "./models.ts";
 import { openApiRoutes, ROUTES } from "./openapi.ts";
 import { processRoutes } from "./processes.ts";
 import { internalRoutes } from "./relay.ts";
+import { MessageFeed } from "../chatd/message-feed.ts";
 import { streamRoutes } from "./stream.ts";
+import { TokenCache } from "./token-cache.ts";
 import { templateRoutes } from "./templates.ts";
 import { tokenRoutes } from "./tokens.ts";
 import { usageRoutes } from "./usage.ts";
@@ -96,6 +98,8 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
     ...o,
     changes: new ChatChanges(o.db),
     streams: new Set(),
+    feed: o.feed ?? new MessageFeed(o.clock),
+    tokens: new TokenCache(o.db, o.clock),
     agents:
       o.agents ??
       new AgentPool(o.db, {
@@ -144,6 +148,7 @@ export async function createApi(o: ApiOptions): Promise<FastifyInstance> {
   });
   app.addHook("onClose", async () => {
     await ctx.changes.close();
+    await ctx.tokens.close();
     // A pool that was given belongs to its giver (the worker may still be using it).
     if (!o.agents) ctx.agents.close();
   });

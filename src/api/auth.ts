@@ -1,6 +1,8 @@
 // Authentication: scrypt password hashes, API tokens stored only as SHA-256, the bearer check
-// every non-public route passes, login and logout. A token is looked up on every request, so a
-// deleted token stops working at once; secrets are compared in constant time. Failed logins are
+// every non-public route passes, login and logout. A token's lookup is held by each replica for
+// a few seconds at most (token-cache.ts) and dropped on every replica as soon as a trigger tells
+// it the token or its user changed, so a deleted token stops working then; expiry and idle time
+// are checked on every request; secrets are compared in constant time. Failed logins are
 // counted in the database, so the throttle holds across every replica, not per process.
 //
 // Browser sessions: login also sets the token it answers as an HttpOnly, SameSite=Strict
@@ -199,18 +201,31 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
   if (secret === undefined)
     throw new ApiError(401, "Missing API token.", "Send Authorization: Bearer <token>.");
   if (cookie !== undefined) checkCsrf(request);
-  const r = await ctx.db.query<TokenRow>(
-    `SELECT u.*, t.id AS token_id, t.kind AS token_kind, t.expires_at AS token_expires_at,
-       t.last_used_at AS token_last_used_at, t.created_at AS token_created_at
-     FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`,
-    [hashToken(secret)],
-  );
-  const row = r.rows[0];
-  if (!row) throw new ApiError(401, "Invalid API token.", "Log in again or create a new token.");
+  const hash = hashToken(secret);
+  const lookup = async (): Promise<TokenRow | undefined> =>
+    (
+      await ctx.db.query<TokenRow>(
+        `SELECT u.*, t.id AS token_id, t.kind AS token_kind, t.expires_at AS token_expires_at,
+           t.last_used_at AS token_last_used_at, t.created_at AS token_created_at
+         FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`,
+        [hash],
+      )
+    ).rows[0];
   const now = (ctx.clock ?? realClock).now();
   const idleMs = ctx.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
-  const refusal = tokenRefusal(row, now, idleMs);
+  const found = await ctx.tokens.read(hash, lookup);
+  let row = found.value;
+  let refusal = row && tokenRefusal(row, now, idleMs);
+  if (refusal && found.held) {
+    // A held row only lets in: a refusal is decided on the row as it is now (another replica
+    // may have used the session since this one read it).
+    ctx.tokens.forget(hash);
+    row = await lookup();
+    refusal = row && tokenRefusal(row, now, idleMs);
+  }
+  if (!row) throw new ApiError(401, "Invalid API token.", "Log in again or create a new token.");
   if (refusal) {
+    ctx.tokens.forget(hash);
     // An idle session is over for good: it leaves the caller's token list too.
     if (refusal.code === "session_expired")
       await ctx.db.query("DELETE FROM api_tokens WHERE id = $1", [row.token_id]);
@@ -224,12 +239,14 @@ export async function authenticate(ctx: ApiContext, request: FastifyRequest): Pr
       "UPDATE api_tokens SET last_used_at = to_timestamp($2::float8 / 1000) WHERE id = $1",
       [row.token_id, now],
     );
+    // The held row too (the trigger ignores this column), so the next request does not repeat it.
+    row.token_last_used_at = new Date(now);
   }
   callers.set(request, { user: rowToUser(row), tokenId: row.token_id });
 }
 
-/** A token with its user, as the bearer check reads it. */
-type TokenRow = Record<string, unknown> & {
+/** A token with its user, as the bearer check reads it (and TokenCache holds it). */
+export type TokenRow = Record<string, unknown> & {
   token_id: string;
   token_kind: "api" | "session";
   token_expires_at: Date | null;
@@ -376,6 +393,7 @@ export function authRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/auth/logout", async (request, reply) => {
     const c = caller(request);
     await ctx.db.query("DELETE FROM api_tokens WHERE id = $1", [c.tokenId]);
+    ctx.tokens.changed(); // at once here; the trigger's notification tells the other replicas
     await audit(ctx.db, request, { userId: c.user.id, action: "auth.logout", target: c.tokenId });
     setSessionCookie(request, reply, null);
     return reply.code(204).send();

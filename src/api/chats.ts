@@ -82,8 +82,17 @@ export async function readableChat(
   request: FastifyRequest,
   id: string,
 ): Promise<Chat> {
+  return checkReadable(ctx, request, id, await loadChat(ctx.db, id));
+}
+
+/** readableChat's check of `chat` as the caller read it (undefined: there is none). */
+export async function checkReadable(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  id: string,
+  chat: Chat | undefined,
+): Promise<Chat> {
   const { user } = caller(request);
-  const chat = await loadChat(ctx.db, id);
   if (!chat || (chat.ownerId !== user.id && !isStaff(user))) throw notFound("Chat", id);
   if (chat.ownerId !== user.id) {
     const params = request.params as Record<string, string | undefined>;
@@ -235,7 +244,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = parse(SendBody, request.body, "body");
     await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
     const busy = body.busy_behavior ?? "queue";
-    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy);
+    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy, ctx.feed);
     // Who sent how much, and how: never the text.
     await audit(ctx.db, request, {
       userId: user.id,

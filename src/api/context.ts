@@ -6,6 +6,7 @@ import type { AgentPool } from "../chatd/agents.ts";
 import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
+import type { MessageFeed } from "../chatd/message-feed.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { AddressPolicy, Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -13,12 +14,19 @@ import type { WorkspaceServices } from "../workspaces/index.ts";
 import type { ResolveHost } from "./agent-url.ts";
 import type { ChatChanges } from "./changes.ts";
 import type { ThrottleOptions } from "./throttle.ts";
+import type { TokenRow } from "./auth.ts";
+import type { TokenCache } from "./token-cache.ts";
 
 export interface ApiOptions {
   /** Where users, tokens, chats and messages live. */
   db: Database;
   /** This replica's live parts, for the event streams. */
   buffer: StreamBuffer;
+  /**
+   * The messages this replica commits, for its event streams (shared with its worker, which
+   * publishes its commits there): a stream sends them without reading. The API's own by default.
+   */
+  feed?: MessageFeed;
   /** Serves GET / (index.html) and the UI's files; without it, a page pointing to the API. */
   webRoot?: string;
   /** The default model config ID when a chat names none; null falls back to the `is_default` one. */
@@ -106,5 +114,9 @@ export interface ApiContext extends ApiOptions {
   streams: Set<() => void>;
   /** The given pool, or the API's own. */
   agents: AgentPool;
+  /** The given feed, or the API's own. */
+  feed: MessageFeed;
+  /** The bearer check's token lookups, held until a token or user changes (token-cache.ts). */
+  tokens: TokenCache<TokenRow>;
   secrets: SecretBox;
 }

@@ -2,7 +2,23 @@ import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { StreamBuffer, type StreamListener } from "../chatd/stream.ts";
-import { sendMessage } from "../chatd/transitions/index.ts";
+import { randomUUID } from "node:crypto";
+import type { Database } from "../chatd/db/index.ts";
+import type { Fence } from "../chatd/chats.ts";
+import { FEED_MS, MessageFeed } from "../chatd/message-feed.ts";
+import type { NewMessage } from "../chatd/messages.ts";
+import {
+  acquire,
+  commitFinalStep,
+  commitStep,
+  HELD_CHAT_MS,
+  HeldChat,
+  loadChat,
+  sendMessage,
+} from "../chatd/transitions/index.ts";
+import { realClock, type Clock } from "../contract/index.ts";
+import { CHAT_WITH_VISIBLE_MESSAGES_SQL } from "./stream.ts";
+import { VISIBLE_MESSAGES_SQL } from "./views.ts";
 import {
   openSse,
   startTestApi,
@@ -24,6 +40,27 @@ class CountingBuffer extends StreamBuffer {
   }
 }
 
+/** `db`, recording the text of every statement run outside a transaction (each its own commit). */
+function recording(db: Database): { db: Database; statements: string[] } {
+  const statements: string[] = [];
+  const proxy = new Proxy(db, {
+    get(target, key) {
+      if (key === "query")
+        return (sql: string, params?: unknown[]) => {
+          statements.push(sql);
+          return target.query(sql, params);
+        };
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { db: proxy, statements };
+}
+
+/** The statements that read or write chats or their messages (not the token lookups). */
+const chatStatements = (statements: string[]): string[] =>
+  statements.filter((s) => /\bchat(s|_messages)\b/.test(s));
+
 const ofType = (events: SseEvent[], type: string): SseEvent[] =>
   events.filter((e) => e.event === type);
 
@@ -31,10 +68,21 @@ describeDatabases("chat event stream", (db) => {
   let api: TestApi;
   let buffer: CountingBuffer;
   let baseUrl: string;
+  let statements: string[];
+  let feed: MessageFeed;
+  /** The feed's clock (a test may make it hasty). */
+  let feedClock: Clock;
   const readers: SseReader[] = [];
   beforeEach(async () => {
     buffer = new CountingBuffer();
-    api = await startTestApi(db(), { buffer });
+    const r = recording(db());
+    statements = r.statements;
+    feedClock = realClock;
+    feed = new MessageFeed({
+      now: () => feedClock.now(),
+      setTimer: (ms, fn) => realClock.setTimer(ms, fn),
+    });
+    api = await startTestApi(r.db, { buffer, feed });
     await api.app.listen({ host: "127.0.0.1", port: 0 });
     baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
   });
@@ -94,6 +142,158 @@ describeDatabases("chat event stream", (db) => {
     });
     expect(ofType(live, "status")[1]!.data).toEqual({ status: "running", retrying: null });
     expect(ofType(live, "message").map((e) => e.id)).toEqual([m2, sent.messageId]);
+  });
+
+  it("the first refresh reads the chat and its messages in one statement", async () => {
+    const chatId = await newChat();
+    const m1 = await insert(chatId, "user", "first");
+    const m2 = await insert(chatId, "assistant", "second");
+    statements.length = 0;
+    const sse = await open(`/api/v1/chats/${chatId}/stream?after_id=${m1}`);
+    const events = await sse.until((es) => ofType(es, "status").length === 1);
+    expect(ofType(events, "message").map((e) => e.id)).toEqual([m2]);
+    expect(chatStatements(statements)).toEqual([CHAT_WITH_VISIBLE_MESSAGES_SQL]);
+  });
+
+  /** A model step → tool → model step turn of a running chat, as a worker commits it. */
+  const turnSteps: NewMessage[][] = [
+    [
+      {
+        role: "assistant",
+        visibility: "both",
+        content: [{ type: "tool-call", tool_call_id: "c1", tool_name: "execute", args: {} }],
+      },
+    ],
+    [
+      {
+        role: "tool",
+        visibility: "both",
+        content: [
+          {
+            type: "tool-result",
+            tool_call_id: "c1",
+            tool_name: "execute",
+            is_error: false,
+            result: { exit_code: 0 },
+          },
+        ],
+      },
+    ],
+    [
+      { role: "assistant", visibility: "both", content: [{ type: "text", text: "done" }] },
+      // A message the model alone sees: never sent, from the feed or a read.
+      { role: "assistant", visibility: "model", content: [{ type: "text", text: "hidden" }] },
+    ],
+  ];
+
+  /**
+   * Runs `turnSteps` on the chat as a runner does; each step's commit goes to `feedOf(step)`
+   * (undefined: another replica commits it, so this one's feed never has it).
+   */
+  const runTurn = async (
+    chatId: string,
+    feedOf: (step: number) => MessageFeed | undefined,
+  ): Promise<void> => {
+    const workerId = randomUUID();
+    const [claimed] = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
+    expect(claimed?.chatId).toBe(chatId);
+    for (const [step, messages] of turnSteps.entries()) {
+      const stepFeed = feedOf(step);
+      const held = stepFeed ? new HeldChat(realClock, HELD_CHAT_MS, stepFeed) : undefined;
+      const chat = (await loadChat(db(), chatId))!;
+      held?.read(chat);
+      const fence: Fence = {
+        chatId,
+        workerId,
+        runnerId: claimed!.runnerId,
+        status: "running",
+        historyVersion: chat.historyVersion,
+      };
+      if (step < turnSteps.length - 1) await commitStep(db(), fence, messages, held);
+      else await commitFinalStep(db(), fence, messages, held);
+    }
+  };
+
+  /** A chat created through the API with its first message, and its stream once it shows it. */
+  const startedChat = async (): Promise<{ chatId: string; sse: SseReader }> => {
+    const created = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { message: "run true" },
+    });
+    expect(created.status).toBe(201);
+    const chatId = created.body.id as string;
+    const sse = await open(`/api/v1/chats/${chatId}/stream`);
+    await sse.until((es) => ofType(es, "status").length === 1);
+    return { chatId, sse };
+  };
+
+  /** The turn's messages as the stream sent them, once the chat waits again. */
+  const turnMessages = async (sse: SseReader): Promise<SseEvent[]> => {
+    const events = await sse.until((es) =>
+      ofType(es, "status").some((e) => (e.data as { status: string }).status === "waiting"),
+    );
+    return ofType(events, "message");
+  };
+
+  const expectTurnSentOnce = async (chatId: string, messages: SseEvent[]): Promise<void> => {
+    const visible = await db().query<{ id: string }>(VISIBLE_MESSAGES_SQL, [chatId, "0"]);
+    expect(visible.rows).toHaveLength(4);
+    expect(messages.map((e) => e.id)).toEqual(visible.rows.map((r) => r.id));
+    expect(messages.map((e) => (e.data as { role: string }).role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
+  };
+
+  const messageReads = (): number => statements.filter((s) => s === VISIBLE_MESSAGES_SQL).length;
+
+  it("a turn committed on this replica reaches the stream with no read after the first refresh", async () => {
+    const { chatId, sse } = await startedChat();
+    statements.length = 0;
+    await runTurn(chatId, () => feed);
+    await expectTurnSentOnce(chatId, await turnMessages(sse));
+    // Not a message read, nor a chat read: the change payloads say what the stream shows.
+    expect(chatStatements(statements)).toEqual([]);
+    expect(feed.size).toBeLessThanOrEqual(3);
+
+    // The API's own commit of a message goes to the stream the same way.
+    statements.length = 0;
+    const sent = await api.request("POST", `/api/v1/chats/${chatId}/messages`, {
+      token: api.memberToken,
+      body: { text: "again" },
+    });
+    expect(sent.status).toBe(202);
+    const events = await sse.until((es) => ofType(es, "message").length === 5);
+    expect(ofType(events, "message")[4]!.id).toBe(sent.body.message_id);
+    expect(messageReads()).toBe(0);
+    sse.close();
+    // Once nobody here follows the chat, nothing of it is held.
+    const deadline = Date.now() + 5_000;
+    while (feed.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(feed.size).toBe(0);
+  });
+
+  it("a commit this replica did not make is read, and the stream goes on from memory after it", async () => {
+    const { chatId, sse } = await startedChat();
+    statements.length = 0;
+    // The model step on another replica, the tool's results and the answer on this one.
+    await runTurn(chatId, (step) => (step === 0 ? undefined : feed));
+    await expectTurnSentOnce(chatId, await turnMessages(sse));
+    expect(messageReads()).toBe(1);
+  });
+
+  it("commits no longer held are read: every message still goes out once, in order", async () => {
+    // Every look at this feed's clock is past the last one's entries.
+    let t = 0;
+    feedClock = { now: () => (t += FEED_MS + 1), setTimer: (ms, fn) => realClock.setTimer(ms, fn) };
+
+    const { chatId, sse } = await startedChat();
+    statements.length = 0;
+    await runTurn(chatId, () => feed);
+    await expectTurnSentOnce(chatId, await turnMessages(sse));
+    expect(messageReads()).toBeGreaterThan(0);
   });
 
   it("without after_id every committed message comes first, in order", async () => {

@@ -1,22 +1,31 @@
 // A chat's event stream (SSE): the committed messages after `after_id`, then live parts, new
 // messages and status changes. Changes are subscribed before history is read, so no commit
 // falls in between; one refresh runs at a time, so each message goes out once, in ID order.
+// The first refresh reads the chat (checked for access first) and its messages in one
+// statement; later, a commit this replica made comes from its feed (chatd/message-feed.ts)
+// when the stream's messages are complete up to the history version it moved from, and
+// anything else is read.
 // Live parts come from this replica's buffer and, while another replica owns the chat, from
 // that owner (relay.ts); the stream follows the owner the chat row names at each refresh.
 
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Chat, ChatStatus } from "../chatd/chats.ts";
-import { rowToMessage } from "../chatd/messages.ts";
+import { rowToChat, type Chat, type ChatStatus } from "../chatd/chats.ts";
+import { rowToMessage, type ChatMessage } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
 import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
-import { readableChat } from "./chats.ts";
+import { checkReadable } from "./chats.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse } from "./long-response.ts";
-import { messageView, VISIBLE_MESSAGES_SQL } from "./views.ts";
+import {
+  isVisibleMessage,
+  messageView,
+  VISIBLE_MESSAGE_SQL,
+  VISIBLE_MESSAGES_SQL,
+} from "./views.ts";
 import { watchWorkspace } from "./workspace-events.ts";
 import { findWorkspace } from "./workspaces.ts";
 
@@ -47,6 +56,50 @@ function shownState(
   };
 }
 
+/** The message columns the stream's first statement answers beside the chat's, as `m_<column>`. */
+const MESSAGE_COLUMNS = [
+  "id",
+  "chat_id",
+  "role",
+  "visibility",
+  "content",
+  "created_by",
+  "created_at",
+  "input_tokens",
+  "output_tokens",
+  "runtime_ms",
+  "cost_micros",
+  "prompt_tokens",
+  "context_limit",
+  "boundary",
+];
+
+/**
+ * The chat's row and the messages a person sees after `$2` (VISIBLE_MESSAGES_SQL's), in one
+ * statement: a row per message (one row without a message when there is none), the chat's
+ * columns on each, in ID order.
+ */
+export const CHAT_WITH_VISIBLE_MESSAGES_SQL = `SELECT c.*, ${MESSAGE_COLUMNS.map((k) => `m.${k} AS m_${k}`).join(", ")}
+  FROM chats c LEFT JOIN LATERAL (
+    SELECT * FROM chat_messages WHERE chat_id = c.id AND id > $2 AND ${VISIBLE_MESSAGE_SQL}
+  ) m ON true
+  WHERE c.id = $1 ORDER BY m.id`;
+
+/** The chat (undefined if there is none) and its visible messages after `afterId`, read at once. */
+export async function readChatWithMessages(
+  ctx: Pick<ApiContext, "db">,
+  chatId: string,
+  afterId: string,
+): Promise<{ chat: Chat | undefined; messages: ChatMessage[] }> {
+  const r = await ctx.db.query(CHAT_WITH_VISIBLE_MESSAGES_SQL, [chatId, afterId]);
+  const row = r.rows[0];
+  if (!row) return { chat: undefined, messages: [] };
+  const messages = r.rows
+    .filter((x) => x.m_id !== null && x.m_id !== undefined)
+    .map((x) => rowToMessage(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, x[`m_${k}`]]))));
+  return { chat: rowToChat(row), messages };
+}
+
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
 function lastEventId(header: string | string[] | undefined): string | undefined {
   const parsed = Int64String.safeParse(typeof header === "string" ? header.trim() : undefined);
@@ -66,30 +119,42 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     let refreshing = false;
     let again = false;
     /**
-     * The history version the messages sent are complete up to (the chat's, read before them),
-     * and the highest one a change announced: messages are read only when history moved, not
-     * for the other changes of a turn (an attempt, a retry state, the owner).
+     * The history version the messages sent are complete up to (one committed before they were
+     * read, or the last held commit they came from), and the highest one a change announced:
+     * messages are sent only when history moved, not for the other changes of a turn (an
+     * attempt, a retry state, the owner).
      */
     let sentHistory: bigint | undefined;
     let announcedHistory = 0n;
     /** The newest change not refreshed from yet: what the stream shows is in its payload. */
     let latest: ChatChange | undefined;
-    // Subscribed before history is read: a commit after the read is announced after it.
-    // A change before the first refresh is covered by it.
-    const unsubscribeChanges = await ctx.changes.subscribe(id, (change) => {
-      const v = BigInt(change.history_version);
-      if (v > announcedHistory) announcedHistory = v;
-      if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
-        latest = change;
-      if (started) void refresh();
-    });
+    // Followed in the feed and subscribed before history is read: a commit after the read is
+    // announced after it (and, made here, held). A change before the first refresh is covered.
+    const unwatch = ctx.feed.watch(id);
+    const unsubscribeChanges = await ctx.changes
+      .subscribe(id, (change) => {
+        const v = BigInt(change.history_version);
+        if (v > announcedHistory) announcedHistory = v;
+        if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
+          latest = change;
+        if (started) void refresh();
+      })
+      .catch((err: unknown) => {
+        unwatch();
+        throw err;
+      });
     // Read after subscribing, so the first refresh starts from it: a later commit is announced.
-    const chat = await readableChat(ctx, request, id).catch((err: unknown) => {
-      unsubscribeChanges();
-      throw err;
-    });
-    /** The chat as read above, for the first refresh (unless a change came since). */
-    let first: Chat | undefined = chat;
+    // One statement: the chat (checked for access before anything is sent) and its messages.
+    const read = await readChatWithMessages(ctx, id, lastId)
+      .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
+      .catch((err: unknown) => {
+        unsubscribeChanges();
+        unwatch();
+        throw err;
+      });
+    const chat = read.chat;
+    /** The chat and its messages as read above, for the first refresh (unless a change came since). */
+    let first: { chat: Chat; messages: ChatMessage[] } | undefined = read;
     const out = openLongResponse(ctx, reply, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
@@ -102,6 +167,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       maxBufferedBytes: SSE_MAX_BUFFERED_BYTES,
     });
     out.onClose(unsubscribeChanges);
+    out.onClose(unwatch);
     const send = (event: string, data: unknown, eventId?: string): void => {
       out.write(
         `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
@@ -129,6 +195,37 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     /** The owner's parts while another replica owns the chat (set once the stream is open). */
     let relay: OwnerRelay | undefined;
 
+    /** Sends those of `messages` (visible ones, in ID order) after the last one sent. */
+    const sendMessages = (messages: ChatMessage[]): void => {
+      for (const m of messages) {
+        if (BigInt(m.id) <= BigInt(lastId)) continue;
+        send("message", messageView(m), m.id);
+        lastId = m.id;
+      }
+    };
+
+    /**
+     * Sends the messages of the held commits that moved history on from `from`, one after the
+     * other (a commit under way on this replica is waited for, once, when they fall short of
+     * `target`); answers the history version they reach. Each held commit's messages are all
+     * those between its versions, and IDs increase in commit order, so none is skipped.
+     */
+    const fromFeed = async (from: bigint, target: bigint): Promise<bigint> => {
+      const follow = (v: bigint): bigint => {
+        for (let e = ctx.feed.from(id, v); e; e = ctx.feed.from(id, v)) {
+          sendMessages(e.messages.filter((m) => isVisibleMessage(m)));
+          v = e.after;
+        }
+        return v;
+      };
+      const reached = follow(from);
+      if (reached >= target) return reached;
+      const settling = ctx.feed.settled(id);
+      if (!settling) return reached;
+      await settling;
+      return follow(reached);
+    };
+
     /** Sends every committed message after the last one sent, then the status if it moved. */
     const refresh = async (): Promise<void> => {
       if (refreshing) {
@@ -141,25 +238,30 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
           again = false;
           const change = latest;
           latest = undefined;
+          const read = first;
+          first = undefined;
+          if (read) {
+            // The first refresh: the messages came with the chat, in the same statement.
+            sendMessages(read.messages);
+            sentHistory = BigInt(read.chat.historyVersion);
+          }
           // The chat's state first (the change's, else read): the messages read after it hold at
           // least its history version's.
-          const known = change ? shownState(change) : first;
-          first = undefined;
+          const known = change ? shownState(change) : read?.chat;
           const chat = known ?? (await loadChat(ctx.db, id));
           if (!chat) return fail("The chat was deleted.");
           const history = BigInt(chat.historyVersion);
-          if (
-            sentHistory === undefined ||
-            history > sentHistory ||
-            announcedHistory > sentHistory
-          ) {
-            const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
-            for (const row of r.rows) {
-              const m = rowToMessage(row);
-              send("message", messageView(m), m.id);
-              lastId = m.id;
+          // Every version here was committed before this point (a notification is sent on
+          // commit): a read from now on holds its messages.
+          const target = history > announcedHistory ? history : announcedHistory;
+          if (sentHistory === undefined || target > sentHistory) {
+            // This replica's own commits since, from memory; a read for anything else.
+            if (sentHistory !== undefined) sentHistory = await fromFeed(sentHistory, target);
+            if (sentHistory === undefined || sentHistory < target) {
+              const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
+              sendMessages(r.rows.map(rowToMessage));
+              sentHistory = target;
             }
-            sentHistory = history;
           }
           const retrying = retryingOf(chat);
           const retryingJson = JSON.stringify(retrying);

@@ -88,6 +88,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
       user.id,
     ]);
     if (r.affectedRows === 0) throw notFound("Token", id);
+    ctx.tokens.changed(); // at once here; the trigger's notification tells the other replicas
     await audit(ctx.db, request, { userId: user.id, action: "token.revoke", target: id });
     return reply.code(204).send();
   });
@@ -122,6 +123,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: ApiContext): void {
       id,
     ]);
     if (r.affectedRows === 0) throw notFound("Token", token_id);
+    ctx.tokens.changed();
     await audit(ctx.db, request, {
       userId: user.id,
       action: "token.revoke",

@@ -117,7 +117,7 @@ export function userRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const c = staff(request);
     const { id } = parse(IdParams, request.params, "path");
     const body = parse(UserPatch, request.body, "body");
-    return ctx.db.transaction(async (tx) => {
+    const patched = await ctx.db.transaction(async (tx) => {
       await tx.query("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE");
       const r = await tx.query("SELECT * FROM users WHERE id = $1", [id]);
       if (!r.rows[0]) throw notFound("User", id);
@@ -177,6 +177,8 @@ export function userRoutes(app: FastifyInstance, ctx: ApiContext): void {
       }
       return rowToUser(u.rows[0]!);
     });
+    ctx.tokens.changed(); // at once here; the trigger's notification tells the other replicas
+    return patched;
   });
 
   // The caller's own password: the current one proves it is them (a stolen session alone does
@@ -222,6 +224,7 @@ export function userRoutes(app: FastifyInstance, ctx: ApiContext): void {
         details: { sessions_ended: ended.affectedRows },
       });
     });
+    ctx.tokens.changed();
     return reply.code(204).send();
   });
 

@@ -102,9 +102,20 @@ export function messageView(m: ChatMessage): MessageView {
   return v;
 }
 
-/** The messages a person sees (visibility user or both, not deleted), in ID order. */
+/** Which messages a person sees, as SQL over chat_messages' columns: visibility user or both, not deleted. */
+export const VISIBLE_MESSAGE_SQL = "NOT deleted AND visibility IN ('user', 'both')";
+
+/** VISIBLE_MESSAGE_SQL for a message in hand (`deleted` absent: it is not). */
+export function isVisibleMessage(m: {
+  visibility: ChatMessage["visibility"];
+  deleted?: boolean;
+}): boolean {
+  return m.deleted !== true && (m.visibility === "user" || m.visibility === "both");
+}
+
+/** The messages a person sees of chat `$1` after ID `$2`, in ID order. */
 export const VISIBLE_MESSAGES_SQL = `SELECT * FROM chat_messages
-  WHERE chat_id = $1 AND id > $2 AND NOT deleted AND visibility IN ('user', 'both') ORDER BY id`;
+  WHERE chat_id = $1 AND id > $2 AND ${VISIBLE_MESSAGE_SQL} ORDER BY id`;
 
 export interface WorkspaceView {
   id: string;

@@ -36,6 +36,7 @@ import {
   type ContextBudget,
   type ContextSnapshot,
 } from "./prompt/index.ts";
+import type { MessageFeed } from "./message-feed.ts";
 import type { StreamBuffer } from "./stream.ts";
 import type { ChangePart, HeldChat, StepOptions } from "./transitions/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
@@ -92,6 +93,8 @@ export interface GenerationDeps {
    * through it, so a step reads nothing the runner already has. Absent: every read is made.
    */
   held?: HeldChat;
+  /** This replica's feed of committed messages, for its streams (message-feed.ts). */
+  feed?: MessageFeed;
   /**
    * Before a model step: resolves true once the chat's workspace can take tool calls, false
    * when it ended the turn itself (src/workspaces/readiness.ts). Absent: always ready.

@@ -24,6 +24,7 @@ import {
 } from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
 import { DEFAULT_CONTEXT_LIMIT_TOKENS } from "../chatd/prompt/index.ts";
+import { MessageFeed } from "../chatd/message-feed.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/worker.ts";
@@ -214,6 +215,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Keyed by config ID and update time: a changed config (PATCH) makes a new model.
   const models = new Map<string, LanguageModel>();
   const buffer = new StreamBuffer();
+  // The messages this replica's worker and API commit, for its streams (message-feed.ts).
+  const feed = new MessageFeed(o.clock);
   // Created per server and passed down: two servers in one process share no values.
   const metrics = createChatdMetrics(db);
   // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
@@ -250,6 +253,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     workspaceReady: workspaces.workspaceReady,
     db,
     buffer,
+    feed,
     workerId,
     log,
     metrics,
@@ -316,6 +320,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     secrets,
     log: log.child({ replica: workerId }),
     buffer,
+    feed,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
     agents,

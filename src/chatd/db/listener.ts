@@ -1,7 +1,8 @@
 // The one dedicated LISTEN connection of a Postgres Database, shared by all its subscriptions.
 // When the connection drops it reconnects (backoff from RECONNECT_MIN_MS doubling to
 // RECONNECT_MAX_MS) and LISTENs again on every channel, so a subscription outlives the loss of
-// its connection. Notifications sent while it is down are lost: they are hints, never the truth.
+// its connection. Notifications sent while it is down are lost: they are hints, never the truth;
+// a subscription's `onState` hears when the connection drops (false) and when it is back (true).
 
 import pg from "pg";
 
@@ -10,6 +11,7 @@ export const RECONNECT_MAX_MS = 5_000;
 
 interface Subscription {
   readonly onNotify: (payload: string) => void;
+  readonly onState: ((listening: boolean) => void) | undefined;
 }
 
 export class PgListener {
@@ -23,6 +25,8 @@ export class PgListener {
   #retryMs = RECONNECT_MIN_MS;
   #retryTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The connection dropped and is not back yet (its subscriptions were told). */
+  #down = false;
 
   constructor(config: pg.ClientConfig, onError: (err: unknown) => void) {
     this.#config = config;
@@ -30,8 +34,12 @@ export class PgListener {
   }
 
   /** Resolves once the channel is LISTENed on a live connection. `channel` must be validated. */
-  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    const sub: Subscription = { onNotify };
+  async listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onState?: (listening: boolean) => void,
+  ): Promise<() => Promise<void>> {
+    const sub: Subscription = { onNotify, onState };
     await this.#serial(async () => {
       let subs = this.#subscriptions.get(channel);
       if (!subs) {
@@ -101,7 +109,22 @@ export class PgListener {
     }
     this.#client = client;
     this.#retryMs = RECONNECT_MIN_MS;
+    if (this.#down) {
+      this.#down = false;
+      this.#tellState(true);
+    }
     return client;
+  }
+
+  #tellState(listening: boolean): void {
+    for (const subs of [...this.#subscriptions.values()])
+      for (const sub of [...subs]) {
+        try {
+          sub.onState?.(listening);
+        } catch (err) {
+          this.#onError(err);
+        }
+      }
   }
 
   #deliver(channel: string, payload: string): void {
@@ -119,6 +142,8 @@ export class PgListener {
     this.#client = undefined;
     client.end().catch(() => undefined);
     if (this.#closed) return;
+    this.#down = true;
+    this.#tellState(false);
     this.#onError(
       new Error("The LISTEN connection to Postgres dropped; reconnecting.", { cause: err }),
     );

@@ -143,10 +143,14 @@ class PostgresDriver implements Database {
     return result;
   }
 
-  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+  async listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onState?: (listening: boolean) => void,
+  ): Promise<() => Promise<void>> {
     this.#check("listen");
     assertIdentifier("notification channel", channel);
-    return this.#listener.listen(channel, onNotify);
+    return this.#listener.listen(channel, onNotify, onState);
   }
 
   async notify(channel: string, payload: string): Promise<void> {

@@ -40,8 +40,14 @@ export interface Database extends Queryable {
    * the subscription is active. Resolves once listening; the returned function stops it.
    * Notifications are hints, not the truth: on Postgres those sent while the LISTEN connection
    * is down are lost (it reconnects and re-subscribes by itself), so read state after a gap.
+   * `onState` hears of such a gap: false when the connection drops (from then on notifications
+   * may be lost), true once it is back and LISTENs again (PGlite, in-process, has none).
    */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onState?: (listening: boolean) => void,
+  ): Promise<() => Promise<void>>;
   /** `pg_notify(channel, payload)`; inside a transaction use `tx.query` with pg_notify. */
   notify(channel: string, payload: string): Promise<void>;
   close(): Promise<void>;

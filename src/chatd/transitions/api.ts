@@ -4,7 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { MessageNotEditableError, rowToChat, titleOf, type Chat } from "../chats.ts";
 import type { Database, Queryable } from "../db/index.ts";
-import type { MessagePart } from "../messages.ts";
+import type { ChatMessage, MessagePart } from "../messages.ts";
+import type { HistoryMove, MessageFeed } from "../message-feed.ts";
 import {
   loadChat,
   notifyChange,
@@ -68,16 +69,32 @@ export async function sendMessage(
   userId: string,
   text: string,
   busy: "queue" | "interrupt",
+  /** This replica's feed (message-feed.ts): the messages go to its streams once committed. */
+  feed?: MessageFeed,
 ): Promise<SendResult> {
-  return transition(db, chatId, async (l) => {
-    if (isIdle(l.chat)) {
-      const m = await startTurn(l, { content: textContent(text), createdBy: userId });
-      return { messageId: m.id, queued: false };
-    }
-    await enqueue(l, { content: textContent(text), createdBy: userId });
-    if (busy === "interrupt") await askToStop(l);
-    return { queued: true };
-  });
+  const committed = feed?.committing(chatId);
+  let moved: HistoryMove | undefined;
+  try {
+    const sent = await transition(db, chatId, async (l) => {
+      moved = undefined;
+      if (isIdle(l.chat)) {
+        const inserted: ChatMessage[] = [];
+        const m = await startTurn(
+          { ...l, inserted },
+          { content: textContent(text), createdBy: userId },
+        );
+        moved = { before: l.chat.historyVersion, after: l.version, messages: inserted };
+        return { messageId: m.id, queued: false };
+      }
+      await enqueue(l, { content: textContent(text), createdBy: userId });
+      if (busy === "interrupt") await askToStop(l);
+      return { queued: true };
+    });
+    committed?.(moved);
+    return sent;
+  } finally {
+    committed?.(); // not committed (a call after the one above does nothing)
+  }
 }
 
 /**

@@ -67,6 +67,8 @@ export interface Locked {
   version: string;
   /** The history since the boundary, when the caller has it (a new chat's is empty). */
   history?: ChatMessage[];
+  /** When set, insertMessages appends what it inserts (a transition that publishes them). */
+  inserted?: ChatMessage[];
 }
 
 export async function transition<T>(
@@ -108,7 +110,9 @@ export async function insertMessages(
     [l.chat.id, JSON.stringify(messages.map(messageRecord)), l.version],
   );
   // RETURNING keeps no order: the IDs do (they increase in the records' order).
-  return r.rows.map(rowToMessage).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  const inserted = r.rows.map(rowToMessage).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  l.inserted?.push(...inserted);
+  return inserted;
 }
 
 /** The chat's history as the model and the worker see it (deleted messages left out). */

@@ -10,6 +10,7 @@
 import type { Clock } from "../../contract/index.ts";
 import type { Chat, Fence } from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
+import type { MessageFeed } from "../message-feed.ts";
 import type { ChatMessage } from "../messages.ts";
 import { loadSnapshot, type ContextSnapshot, type KeptSnapshot } from "../prompt/context.ts";
 import type { WorkspaceAccess } from "../workspace-access.ts";
@@ -42,7 +43,24 @@ export class HeldChat {
   constructor(
     private readonly clock: Clock,
     private readonly maxAgeMs = HELD_CHAT_MS,
+    /** Where this runner's commits of history go for the replica's streams (message-feed.ts). */
+    private readonly feed?: MessageFeed,
   ) {}
+
+  /**
+   * A fenced write that may move history is under way: answers its end, called with what it
+   * wrote once it committed (the feed then has its messages), or without when it failed.
+   */
+  committing(fence: Fence): (w?: Written) => void {
+    const end = this.feed?.committing(fence.chatId);
+    if (!end) return () => undefined;
+    return (w) =>
+      end(
+        w && w.messages.length > 0
+          ? { before: fence.historyVersion, after: w.chat.historyVersion, messages: w.messages }
+          : undefined,
+      );
+  }
 
   /** The held chat row if it is recent and nothing newer was announced. */
   get chat(): Chat | undefined {

@@ -80,11 +80,15 @@ async function write(
   change: FencedChange,
   held: HeldChat | undefined,
 ): Promise<Written> {
+  // A write that moves history gives its messages to this replica's streams once committed.
+  const committed = change.messages?.length ? held?.committing(fence) : undefined;
   try {
     const w = await fencedWrite(db, fence, change);
     held?.wrote(w, change.nextAttempt);
+    committed?.(w);
     return w;
   } catch (err) {
+    committed?.();
     held?.drop(); // the chat is not what was held: the next task reads it
     throw err;
   }
@@ -222,6 +226,7 @@ async function endTurnIfIdle(
 ): Promise<Written | undefined> {
   const seen = held?.chat?.snapshotVersion;
   if (seen === undefined) return undefined;
+  const committed = messages.length > 0 ? held?.committing(fence) : undefined;
   const w = await fencedWriteIf(db, fence, {
     ...stepChange(messages, o),
     // A message insert clears the retry state itself.
@@ -230,9 +235,11 @@ async function endTurnIfIdle(
     ctes: ["h AS (DELETE FROM chat_heartbeats WHERE chat_id IN (SELECT id FROM c))"],
     params: [seen],
   }).catch((err: unknown) => {
+    committed?.();
     held?.drop();
     throw err;
   });
+  committed?.(w);
   if (!w) return undefined;
   held?.wrote(w);
   heldAfterStep(w, o, held);

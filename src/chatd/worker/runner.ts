@@ -12,6 +12,7 @@ import {
   abandon,
   finishError,
   finishInterruption,
+  HELD_CHAT_MS,
   HeldChat,
   loadChat,
   recordRetryState,
@@ -64,7 +65,7 @@ export class Runner {
   ) {
     this.chatId = claimed.chatId;
     this.runnerId = claimed.runnerId;
-    this.#held = new HeldChat(deps.clock);
+    this.#held = new HeldChat(deps.clock, HELD_CHAT_MS, deps.feed);
     this.#held.claimed(claimed.chat, claimed.start);
     this.#taskDeps = { ...deps, held: this.#held };
     this.done = this.#loop().catch((err: unknown) =>
