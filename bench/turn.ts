@@ -8,7 +8,8 @@
 // median and p99 per turn, the ratio to the in-memory loop, and the transactions each system
 // committed per turn on the server side: pg_stat_database xact_commit of a database of its own,
 // read after it closed its connections (Tether's include its server's background rounds, such
-// as the acquisition poll each second, over the run). Needs TETHER_BENCH_DATABASE_URL (or
+// as the acquisition poll each second, over the run, and one per notification its listening
+// connection receives: a backend reads the notification queue in a transaction of its own). Needs TETHER_BENCH_DATABASE_URL (or
 // TETHER_TEST_DATABASE_URL): its server gets databases <name>_turn_tether, _turn_dbos and
 // _turn_langgraph, dropped at the end.
 
@@ -38,6 +39,8 @@ if (!baseUrl) {
   process.exit(0);
 }
 const SSE_BOUND_MS = 60_000;
+/** Longer than Postgres's PGSTAT_IDLE_INTERVAL: every backend has reported its commits by then. */
+const STATS_FLUSH_MS = 11_000;
 
 /** The URL of database `name` on the same server. */
 function dbUrl(name: string): string {
@@ -369,6 +372,10 @@ async function measureAll(all: System[]): Promise<Map<string, Result>> {
       ready.push(s);
       for (let i = 0; i < warmup; i++) await s.turn();
     }
+    // A backend reports its commits at most once a second, at a transaction's end, and an idle
+    // one only after PGSTAT_IDLE_INTERVAL (10 s): without this wait, commits of the set-up
+    // and warm-up (migrations, the first user) would be reported inside the measured turns.
+    await new Promise((r) => setTimeout(r, STATS_FLUSH_MS));
     for (const s of all) if (s.database) before.set(s.name, await xactCommit(s.database));
     for (let i = 0; i < turns; i++) {
       for (const s of all) {
