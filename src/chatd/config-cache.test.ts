@@ -3,6 +3,7 @@ import { expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { ManualClock } from "../contract/index.ts";
 import { ConfigCache } from "./config-cache.ts";
+import type { Database } from "./db/index.ts";
 
 const WAIT_BOUND_MS = 10_000;
 
@@ -62,4 +63,26 @@ it("reads again once an entry is older than its bound, and never holds a failed 
   expect(await cache.read("t", "bad", () => Promise.resolve("up"))).toBe("up");
   cache.changed("t");
   expect(await read()).toBe(3);
+});
+
+it("holds nothing while the listening connection is down, and drops what it held when it drops", async () => {
+  let onState: ((listening: boolean) => void) | undefined;
+  const db = {
+    listen: (_c: string, _n: (p: string) => void, s?: (listening: boolean) => void) => {
+      onState = s;
+      return Promise.resolve(() => Promise.resolve());
+    },
+  } as unknown as Database;
+  const cache = new ConfigCache(new ManualClock(0));
+  await cache.listen(db);
+  let n = 0;
+  const read = () => cache.read("t", "k", () => Promise.resolve(++n));
+  expect(await read()).toBe(1);
+  expect(await read()).toBe(1);
+  onState!(false); // a notification may be lost from now on
+  expect(await read()).toBe(2);
+  expect(await read()).toBe(3);
+  onState!(true);
+  expect(await read()).toBe(4);
+  expect(await read()).toBe(4);
 });

@@ -1,8 +1,9 @@
 // What a replica reads of rows an admin rarely changes — a model's configuration, a workspace's
 // agent address — held in memory, so a step does not read them again. A change of such a row
-// notifies every replica (triggers, migration 051) and each drops what it held of that table;
-// an entry is also read again once it is `maxAgeMs` old, so a notification lost while the
-// listening connection was down goes unseen that long at most.
+// notifies every replica (triggers, migration 051) and each drops what it held of that table.
+// While the listening connection is down nothing is held (every read loads), and what was held
+// is dropped when it drops; an entry is also read again once it is `maxAgeMs` old, so a
+// notification lost without the connection noticing goes unseen that long at most.
 
 import { realClock, type Clock } from "../contract/index.ts";
 import type { Database } from "./db/index.ts";
@@ -19,6 +20,8 @@ interface Entry {
 
 export class ConfigCache {
   readonly #tables = new Map<string, Map<string, Entry>>();
+  /** False from a drop of the listening connection until it listens again. */
+  #listening = true;
 
   constructor(
     private readonly clock: Clock = realClock,
@@ -27,6 +30,7 @@ export class ConfigCache {
 
   /** `load()`'s answer for `key` of `table`, as held if read recently; a failed load is not held. */
   read<T>(table: string, key: string, load: () => Promise<T>): Promise<T> {
+    if (!this.#listening) return load();
     let entries = this.#tables.get(table);
     if (!entries) this.#tables.set(table, (entries = new Map<string, Entry>()));
     const now = this.clock.now();
@@ -48,6 +52,16 @@ export class ConfigCache {
 
   /** Follows the triggers' notifications; resolves once listening, with the unsubscribe. */
   listen(db: Database): Promise<() => Promise<void>> {
-    return db.listen(CONFIG_CHANNEL, (table) => this.changed(table));
+    return db.listen(
+      CONFIG_CHANNEL,
+      (table) => this.changed(table),
+      (listening) => this.#state(listening),
+    );
+  }
+
+  /** The listening connection dropped (notifications may be lost) or is back. */
+  #state(listening: boolean): void {
+    this.#tables.clear();
+    this.#listening = listening;
   }
 }
