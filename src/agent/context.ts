@@ -41,10 +41,16 @@ export async function readContext(o: ContextOptions): Promise<ContextResponse> {
     ...WORKSPACE_INSTRUCTION_FILES.map((name) => path.join(o.dir, name)),
     path.join(o.homeDir, ".tether", "AGENTS.md"),
   ];
+  // The branch and which candidates are files, looked up at once (most are missing); then the
+  // files that are there are read in order, within what is left of the total.
+  const git = gitBranch(o.dir);
+  const sizes = await Promise.all(candidates.map(fileSize));
   const files: ContextFile[] = [];
   let left = CONTEXT_TOTAL_MAX_BYTES;
-  for (const file of candidates) {
-    const found = await readCapped(file, Math.min(CONTEXT_FILE_MAX_BYTES, left));
+  for (const [i, file] of candidates.entries()) {
+    const size = sizes[i];
+    if (size === undefined) continue;
+    const found = await readCapped(file, size, Math.min(CONTEXT_FILE_MAX_BYTES, left));
     if (!found) continue;
     files.push(found);
     left -= Buffer.byteLength(found.content);
@@ -58,7 +64,7 @@ export async function readContext(o: ContextOptions): Promise<ContextResponse> {
     arch: process.arch,
     shell: login && login !== "/bin/sh" ? `sh (login shell ${login})` : "sh",
     date,
-    git: await gitBranch(o.dir),
+    git: await git,
     files,
     limits: { file_bytes: CONTEXT_FILE_MAX_BYTES, total_bytes: CONTEXT_TOTAL_MAX_BYTES },
   };
@@ -68,16 +74,25 @@ function pad(n: number): string {
   return String(n).padStart(2, "0");
 }
 
-/** The file's first `cap` bytes (never a split UTF-8 sequence), or undefined if unreadable. */
-async function readCapped(file: string, cap: number): Promise<ContextFile | undefined> {
-  let size: number;
+/** The size of `file` if it is a regular file, else undefined. */
+async function fileSize(file: string): Promise<number | undefined> {
   try {
     const s = await stat(file);
-    if (!s.isFile()) return undefined;
-    size = s.size;
+    return s.isFile() ? s.size : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The first `cap` bytes of `file`, `size` bytes long (never a split UTF-8 sequence), or
+ * undefined if unreadable.
+ */
+async function readCapped(
+  file: string,
+  size: number,
+  cap: number,
+): Promise<ContextFile | undefined> {
   const want = Math.max(0, Math.min(size, cap));
   const buf = Buffer.alloc(want);
   let got = 0;
