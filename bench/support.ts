@@ -23,6 +23,19 @@ export function startAgent(dir: string): Promise<Child> {
   ]);
 }
 
+/**
+ * The fake model server (bench/fake-model.ts) in a process of its own, so a benchmark's own
+ * process (its clients, its in-memory loops) does not also serve the model's answers.
+ */
+export function startFakeModel(steps: number): Promise<Child> {
+  return startChild(process.execPath, [
+    "--import",
+    "tsx",
+    path.join(ROOT, "bench/fake-model.ts"),
+    String(steps),
+  ]);
+}
+
 /** Runs a plain JavaScript baseline server of this repository with plain node. */
 export function startScript(file: string): Promise<Child> {
   return startChild(process.execPath, [path.join(ROOT, file)]);

@@ -3,15 +3,16 @@
 // registered agent → model step) followed on the chat's SSE stream until `waiting` — against the
 // same turn in an in-memory AI SDK loop, and as reference points two durable-loop libraries
 // running the same turn: DBOS Transact (a workflow of model and tool steps) and LangGraph with
-// its Postgres checkpointer (durability "sync"). All use the same fake model server and the
-// same agent (through the same tool code), in one run, the systems' turns interleaved. Prints
-// median and p99 per turn, the ratio to the in-memory loop, and the transactions each system
-// committed per turn on the server side: pg_stat_database xact_commit of a database of its own,
-// read after it closed its connections (Tether's include its server's background rounds, such
-// as the acquisition poll each second, over the run, and one per notification its listening
-// connection receives: a backend reads the notification queue in a transaction of its own). Needs TETHER_BENCH_DATABASE_URL (or
-// TETHER_TEST_DATABASE_URL): its server gets databases <name>_turn_tether, _turn_dbos and
-// _turn_langgraph, dropped at the end.
+// its Postgres checkpointer (durability "sync"). All use the same fake model server (in a
+// process of its own, bench/fake-model.ts, as a provider is) and the same agent (through the
+// same tool code), in one run, the systems' turns interleaved. Prints median and p99 per turn,
+// the ratio to the in-memory loop, and the transactions each system committed per turn on the
+// server side: pg_stat_database xact_commit of a database of its own, read after it closed its
+// connections (Tether's include its server's background rounds, such as the acquisition poll
+// each second, over the run, and one per notification its listening connection receives: a
+// backend reads the notification queue in a transaction of its own). Needs
+// TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL): its server gets databases
+// <name>_turn_tether, _turn_dbos and _turn_langgraph, dropped at the end.
 
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -27,8 +28,16 @@ import pg from "pg";
 import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
 import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
 import { createLanguageModel } from "../src/model/index.ts";
-import { startFakeProvider, type FakeChatRequest } from "../test/support/fake-provider.ts";
-import { fmt, numberFlags, ROOT, startAgent, startChild, stats, type Stats } from "./support.ts";
+import {
+  fmt,
+  numberFlags,
+  ROOT,
+  startAgent,
+  startChild,
+  startFakeModel,
+  stats,
+  type Stats,
+} from "./support.ts";
 
 const { turns, warmup } = numberFlags({ turns: 30, warmup: 5 });
 const baseUrl = process.env.TETHER_BENCH_DATABASE_URL ?? process.env.TETHER_TEST_DATABASE_URL;
@@ -89,13 +98,8 @@ async function xactCommit(name: string): Promise<number> {
 
 // ---- the shared parts: the fake model, the agent, the tool ----------------------------------
 
-const fake = await startFakeProvider();
 // A turn: one execute of `true`, then text once its result is in the conversation.
-fake.respond((req: FakeChatRequest) =>
-  req.messages.some((m) => m.role === "tool")
-    ? { text: "done" }
-    : { toolCalls: [{ name: "execute", args: { command: "true" } }] },
-);
+const fake = await startFakeModel(1);
 const model = createLanguageModel({
   provider: "openai-compatible",
   model: "fake-model",
@@ -429,7 +433,7 @@ try {
 } finally {
   client.close();
   await agentProc.stop();
-  await fake.close();
+  await fake.stop();
   await rm(agentDir, { recursive: true, force: true });
   await admin(async (c) => {
     for (const n of Object.values(names))
