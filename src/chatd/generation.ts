@@ -334,7 +334,7 @@ async function runBatch(
 ): Promise<void> {
   const client = await deps.resolveAgent(chat);
   // Right before anything reaches the agent, on every attempt: may the owner still use it? The
-  // first start rode on the commit of the calls, unless the runner lost what it held since.
+  // first start rode on the commit of the calls (if that was a moment ago, HeldChat).
   const rode = deps.held?.takeBatchStart(message.id);
   const { access, ageMs } =
     rode && rode.audit === !!client

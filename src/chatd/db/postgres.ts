@@ -4,8 +4,9 @@
 // through values.ts with its own type table, never pg's process-wide one.
 
 import pg from "pg";
-import { statement } from "./errors.ts";
+import { statement, toDatabaseError } from "./errors.ts";
 import { PgListener } from "./listener.ts";
+import { PreparedNames } from "./prepared.ts";
 import { assertNotInTransaction, inTransactionScope } from "./scope.ts";
 import type { Database, Queryable, QueryResult, Row } from "./types.ts";
 import {
@@ -85,6 +86,7 @@ class PostgresDriver implements Database {
   readonly kind = "postgres";
   readonly #pool: pg.Pool;
   readonly #listener: PgListener;
+  readonly #prepared = new PreparedNames();
   #closed = false;
 
   constructor(pool: pg.Pool, listener: PgListener) {
@@ -97,7 +99,14 @@ class PostgresDriver implements Database {
     params?: readonly unknown[],
   ): Promise<QueryResult<R>> {
     this.#check("query");
-    return toResult(await statement(this.#pool.query<R>(sql, toParams(params))));
+    const values = toParams(params);
+    try {
+      return toResult(await this.#pool.query<R>(this.#prepared.config(sql, values)));
+    } catch (err) {
+      // A statement that failed wrote nothing: once, under its new name.
+      if (!this.#prepared.stale(err)) throw toDatabaseError(err);
+      return toResult(await statement(this.#pool.query<R>(this.#prepared.config(sql, values))));
+    }
   }
 
   async exec(sql: string): Promise<void> {
@@ -116,7 +125,9 @@ class PostgresDriver implements Database {
     const tx: Queryable = {
       query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]) => {
         if (!open) throw closedTransactionError();
-        return toResult(await statement(client.query<R>(sql, toParams(params))));
+        const query = client.query<R>(this.#prepared.config(sql, toParams(params)));
+        // A stale plan fails the transaction; the next one prepares the statement again.
+        return toResult(await statement(query.catch((err: unknown) => this.#throwStale(err))));
       },
       exec: async (sql: string) => {
         if (!open) throw closedTransactionError();
@@ -164,6 +175,11 @@ class PostgresDriver implements Database {
     this.#closed = true;
     await this.#listener.close();
     await this.#pool.end();
+  }
+
+  #throwStale(err: unknown): never {
+    this.#prepared.stale(err);
+    throw err;
   }
 
   #check(method: string): void {
