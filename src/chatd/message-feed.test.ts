@@ -2,23 +2,10 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../contract/index.ts";
 import { FEED_ENTRIES_PER_CHAT, FEED_MS, MessageFeed, type HistoryMove } from "./message-feed.ts";
 import type { ChatMessage } from "./messages.ts";
+import { testMessage } from "../../test/support/messages.ts";
 
-const message = (id: string): ChatMessage => ({
-  id,
-  chatId: "chat",
-  role: "assistant",
-  visibility: "both",
-  content: [{ type: "text", text: id }],
-  createdBy: null,
-  createdAt: new Date(0),
-  inputTokens: 0,
-  outputTokens: 0,
-  runtimeMs: 0,
-  costMicros: 0,
-  promptTokens: null,
-  contextLimit: null,
-  boundary: false,
-});
+const message = (id: string): ChatMessage =>
+  testMessage({ id, content: [{ type: "text", text: id }] });
 
 const move = (before: number, after: number): HistoryMove => ({
   before: String(before),

@@ -9,6 +9,7 @@ import {
 } from "./compaction.ts";
 import { toModelMessages } from "./messages.ts";
 import { systemPrompt } from "./system.ts";
+import { testMessage } from "../../../test/support/messages.ts";
 
 let nextId = 1;
 function msg(
@@ -16,23 +17,7 @@ function msg(
   content: MessagePart[],
   o: Partial<ChatMessage> = {},
 ): ChatMessage {
-  return {
-    id: String(nextId++),
-    chatId: "c",
-    role,
-    visibility: "both",
-    content,
-    createdBy: null,
-    createdAt: new Date(0),
-    inputTokens: 0,
-    outputTokens: 0,
-    runtimeMs: 0,
-    costMicros: 0,
-    promptTokens: null,
-    contextLimit: null,
-    boundary: false,
-    ...o,
-  };
+  return testMessage({ id: String(nextId++), chatId: "c", role, content, ...o });
 }
 const text = (t: string): MessagePart[] => [{ type: "text", text: t }];
 const boundary = (summary: string) =>
