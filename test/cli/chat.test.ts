@@ -118,7 +118,11 @@ describe("tether chat", () => {
 
   it("a second Ctrl-C during the interrupt leaves at once (exit 130); the interrupt still happens", async () => {
     const d = uniqueSleep();
-    const chat = pty([`$ echo early; sleep ${d}`], { rows: 24, cols: 80 });
+    // A process of another session holds the output open, so the killed command's result waits
+    // for the agent's exit grace (250 ms): the interrupt is still under way at the second Ctrl-C
+    // (without it, an interrupt can end within the screen's polling interval, and the client with
+    // exit 0 before the second Ctrl-C is typed).
+    const chat = pty([`$ echo early; setsid sleep 2 & sleep ${d}`], { rows: 24, cols: 80 });
     await chat.waitFor("the live output", (o) => /^ {2}early$/m.test(o) && sleepRunning(d));
     chat.type("\x03");
     await chat.waitFor("the interrupt", (o) => o.includes("Interrupting… (Ctrl-C again to exit)"));
