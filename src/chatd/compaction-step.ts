@@ -1,5 +1,6 @@
 // The two prompt actions of the generation task beside its model step: the chat's context
-// snapshot for the step (kept with its first step), and compacting the conversation into a boundary message (docs/prompt.md).
+// snapshot for the step (kept with the first step that uses it), and compacting the
+// conversation into a boundary message (docs/prompt.md).
 
 import { streamText } from "ai";
 import { costMicros } from "./billing.ts";
@@ -43,7 +44,6 @@ export interface StepSnapshot {
  */
 export async function chatSnapshot(
   deps: GenerationDeps,
-  fence: Fence,
   chat: Chat,
   signal: AbortSignal,
 ): Promise<StepSnapshot> {
@@ -98,15 +98,17 @@ export async function chatSnapshot(
   return { snapshot: taken, keep: true };
 }
 
-/**
- * What taking a snapshot needs, in one statement: the kept one (if any), the owner's access to
- * the workspace (workspace-access.ts), and the organisation's instructions.
- */
+/** What taking a snapshot needs: the kept one (if any), the owner's access, the instructions. */
 interface SnapshotInputs {
   kept?: KeptSnapshot;
   access: WorkspaceAccess;
   organization: string | null;
 }
+
+/**
+ * What taking a snapshot needs, in one statement: the kept one (if any), the owner's access to
+ * the workspace (workspace-access.ts), and the organisation's instructions.
+ */
 
 async function snapshotInputs(q: Queryable, chat: Chat): Promise<SnapshotInputs> {
   const r = await q.query<

@@ -138,7 +138,7 @@ export async function generationTask(
     return;
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
-  const snapshot = await chatSnapshot(deps, fence, chat, signal);
+  const snapshot = await chatSnapshot(deps, chat, signal);
   return callModel(deps, fence, chat, history, signal, resolved, snapshot);
 }
 
