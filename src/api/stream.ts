@@ -11,7 +11,12 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { rowToChat, type Chat, type ChatStatus } from "../chatd/chats.ts";
-import { rowToMessage, type ChatMessage } from "../chatd/messages.ts";
+import {
+  messagesFromJson,
+  messagesJsonSql,
+  rowToMessage,
+  type ChatMessage,
+} from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
 import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
@@ -56,34 +61,13 @@ function shownState(
   };
 }
 
-/** The message columns the stream's first statement answers beside the chat's, as `m_<column>`. */
-const MESSAGE_COLUMNS = [
-  "id",
-  "chat_id",
-  "role",
-  "visibility",
-  "content",
-  "created_by",
-  "created_at",
-  "input_tokens",
-  "output_tokens",
-  "runtime_ms",
-  "cost_micros",
-  "prompt_tokens",
-  "context_limit",
-  "boundary",
-];
-
 /**
  * The chat's row and the messages a person sees after `$2` (VISIBLE_MESSAGES_SQL's), in one
- * statement: a row per message (one row without a message when there is none), the chat's
- * columns on each, in ID order.
+ * statement.
  */
-export const CHAT_WITH_VISIBLE_MESSAGES_SQL = `SELECT c.*, ${MESSAGE_COLUMNS.map((k) => `m.${k} AS m_${k}`).join(", ")}
-  FROM chats c LEFT JOIN LATERAL (
-    SELECT * FROM chat_messages WHERE chat_id = c.id AND id > $2 AND ${VISIBLE_MESSAGE_SQL}
-  ) m ON true
-  WHERE c.id = $1 ORDER BY m.id`;
+export const CHAT_WITH_VISIBLE_MESSAGES_SQL = `SELECT c.*,
+  ${messagesJsonSql("c.id", `m.id > $2 AND ${VISIBLE_MESSAGE_SQL}`)} AS messages
+  FROM chats c WHERE c.id = $1`;
 
 /** The chat (undefined if there is none) and its visible messages after `afterId`, read at once. */
 export async function readChatWithMessages(
@@ -94,10 +78,7 @@ export async function readChatWithMessages(
   const r = await ctx.db.query(CHAT_WITH_VISIBLE_MESSAGES_SQL, [chatId, afterId]);
   const row = r.rows[0];
   if (!row) return { chat: undefined, messages: [] };
-  const messages = r.rows
-    .filter((x) => x.m_id !== null && x.m_id !== undefined)
-    .map((x) => rowToMessage(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, x[`m_${k}`]]))));
-  return { chat: rowToChat(row), messages };
+  return { chat: rowToChat(row), messages: messagesFromJson(row.messages) };
 }
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */

@@ -200,6 +200,22 @@ export function rowToMessage(r: Record<string, unknown>): ChatMessage {
   };
 }
 
+/**
+ * The messages of chat `chat` (an SQL expression) that match `where` (SQL over chat_messages as
+ * `m`), as one JSON column in ID order, so a statement answers a row and its messages at once;
+ * messagesFromJson reads it.
+ */
+export function messagesJsonSql(chat: string, where: string): string {
+  return `(SELECT json_agg(m ORDER BY m.id) FROM chat_messages m WHERE m.chat_id = ${chat} AND ${where})`;
+}
+
+/** The messages of a messagesJsonSql column (null: none). */
+export function messagesFromJson(value: unknown): ChatMessage[] {
+  return ((value as Record<string, unknown>[] | null) ?? []).map((m) =>
+    rowToMessage({ ...m, id: String(m.id), created_at: new Date(m.created_at as string) }),
+  );
+}
+
 /** The turn is complete when the model's last word is an answer, not a tool call. */
 export function turnComplete(history: ChatMessage[]): boolean {
   for (let i = history.length - 1; i >= 0; i--) {

@@ -3,7 +3,7 @@
 
 import { rowToChat, type Chat } from "../chats.ts";
 import type { Database } from "../db/index.ts";
-import { rowToMessage, type ChatMessage } from "../messages.ts";
+import { messagesFromJson, messagesJsonSql, type ChatMessage } from "../messages.ts";
 import {
   instructionsOf,
   INSTRUCTIONS_KEY,
@@ -77,11 +77,11 @@ export async function acquire(
      , n AS (SELECT pg_notify($5, ${changePayloadSql("claimed")}) FROM claimed)
      SELECT claimed.*, (SELECT count(*) FROM n) AS notified,
        (SELECT x.history_version FROM chats x WHERE x.id = claimed.id) AS history_at,
-       (SELECT json_agg(m ORDER BY m.id) FROM chat_messages m
-        WHERE m.chat_id = claimed.id AND NOT m.deleted
-          AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
-                                WHERE b.chat_id = claimed.id AND b.boundary AND NOT b.deleted), 0)
-       ) AS history,
+       ${messagesJsonSql(
+         "claimed.id",
+         `NOT m.deleted AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
+            WHERE b.chat_id = claimed.id AND b.boundary AND NOT b.deleted), 0)`,
+       )} AS history,
        k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
        a.disabled AS owner_disabled, a.shared AS workspace_shared,
        a.owner_id AS workspace_owner_id,
@@ -94,11 +94,7 @@ export async function acquire(
   return r.rows.map((c) => {
     const chat = rowToChat(c);
     const history =
-      String(c.history_at) === chat.historyVersion
-        ? ((c.history as Record<string, unknown>[] | null) ?? []).map((m) =>
-            rowToMessage({ ...m, id: String(m.id), created_at: new Date(m.created_at as string) }),
-          )
-        : undefined;
+      String(c.history_at) === chat.historyVersion ? messagesFromJson(c.history) : undefined;
     return {
       chatId: chat.id,
       runnerId: chat.runnerId!,
