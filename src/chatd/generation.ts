@@ -1,14 +1,13 @@
 // The generation task (CHATD.md 5): one action per task, chosen from history — run the
-// latest assistant message's unresolved tool calls as one batch, finish the turn, or call
-// the model once. Every commit moves history, so the runner starts the next task, which
+// latest assistant message's unresolved tool calls as one batch (batch-run.ts), compact
+// (compaction-step.ts), finish the turn, or call the model once. Every commit moves history, so the runner starts the next task, which
 // decides again; a stale task's commit fails its fence and writes nothing.
 
 import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
 import type { AgentClient, Clock } from "../contract/index.ts";
-import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
-import { batchStartPart, refuseBatch, startBatch, startedWith } from "./batch-start.ts";
-import { batchMessages } from "./batch.ts";
+import { batchStartWithCalls, runBatch } from "./batch-run.ts";
+import { startedWith } from "./batch-start.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Database } from "./db/index.ts";
@@ -20,27 +19,22 @@ import {
   AssistantParts,
   type ChatMessage,
   type NewMessage,
-  type ToolCallPart,
 } from "./messages.ts";
-import { toolCallLog, toolResultsCommitted, type ChatdMetrics } from "./observe.ts";
+import type { ChatdMetrics } from "./observe.ts";
 import {
   compactionDue,
   compactionDueAfterStep,
   ContextTooLongError,
-  DEFAULT_COMPACT_THRESHOLD_PERCENT,
-  DEFAULT_CONTEXT_LIMIT_TOKENS,
+  contextBudget,
   isContextTooLong,
   systemPrompt,
   toModelMessages,
-  toolResultBudgetBytes,
-  type ContextBudget,
-  type ContextSnapshot,
 } from "./prompt/index.ts";
 import type { MessageFeed } from "./message-feed.ts";
 import type { StreamBuffer } from "./stream.ts";
-import type { ChangePart, HeldChat, StepOptions } from "./transitions/index.ts";
+import type { HeldChat, StepOptions } from "./transitions/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
-import { runTool, toolDeclarations, type ToolOutcome } from "./tools/index.ts";
+import { toolDeclarations } from "./tools/index.ts";
 import {
   commitFinalStep,
   commitStep,
@@ -60,13 +54,6 @@ export interface ResolvedModel {
   contextLimitTokens?: number;
   /** Compact after a step whose prompt passed this percent of the limit (default 70; 100 = off). */
   compactThresholdPercent?: number;
-}
-
-function budgetOf(m: ResolvedModel): ContextBudget {
-  return {
-    limitTokens: m.contextLimitTokens ?? DEFAULT_CONTEXT_LIMIT_TOKENS,
-    thresholdPercent: m.compactThresholdPercent ?? DEFAULT_COMPACT_THRESHOLD_PERCENT,
-  };
 }
 
 export interface GenerationDeps {
@@ -129,7 +116,7 @@ export async function generationTask(
     if (!turnComplete(history)) throw err; // a finished turn finishes without a model
   }
   if (resolved) {
-    const budget = budgetOf(resolved);
+    const budget = contextBudget(resolved);
     const due = compactionDue(history, chat.compactRequested ? "requested" : undefined, budget);
     if (due) return compact(deps, fence, history, resolved, budget, due, signal);
   }
@@ -140,38 +127,6 @@ export async function generationTask(
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
   const snapshot = await chatSnapshot(deps, chat, signal);
   return callModel(deps, fence, chat, history, signal, resolved, snapshot);
-}
-
-/**
- * The start of the batch of `calls`, to ride on the commit of the step that makes them
- * (batch-start.ts); undefined when the chat's agent cannot be resolved now (the batch's task
- * then starts it on its own).
- */
-async function batchStartWithCalls(
-  deps: GenerationDeps,
-  chat: Chat,
-  calls: ToolCallPart[],
-): Promise<{ part: ChangePart; audit: boolean } | undefined> {
-  let audit: boolean;
-  try {
-    audit = (await deps.resolveAgent(chat)) !== undefined;
-  } catch {
-    return undefined;
-  }
-  return { part: batchStartPart(calls, { audit }), audit };
-}
-
-/**
- * How many bytes one tool result of this chat may take: a tenth of its model's context, never
- * more than the server's budget (the server's budget when the model cannot be resolved).
- */
-export async function toolResultBudgetOf(deps: GenerationDeps, chat: Chat): Promise<number> {
-  try {
-    const budget = budgetOf(await deps.resolveModel(chat));
-    return toolResultBudgetBytes(budget.limitTokens, deps.toolResultBudgetBytes);
-  } catch {
-    return deps.toolResultBudgetBytes;
-  }
 }
 
 /** A step's prompt size as the provider reported it: input + cache read + cache write. */
@@ -207,7 +162,7 @@ async function callModel(
     // The provider refused the prompt as too long: compact and try again, once. Right after a
     // compaction (or with nothing to compact) the turn fails with a clear last_error. The
     // failed step's episode is already ended (streamModelStep).
-    const budget = budgetOf(resolved);
+    const budget = contextBudget(resolved);
     const justCompacted = history.at(-1)?.boundary === true;
     if (justCompacted || !compactionDue(history, "context_too_long", budget)) {
       throw new ContextTooLongError(budget.limitTokens);
@@ -225,7 +180,7 @@ async function streamModelStep(
   resolved: ResolvedModel,
   { snapshot, keep }: StepSnapshot,
 ): Promise<void> {
-  const budget = budgetOf(resolved);
+  const budget = contextBudget(resolved);
   const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
   const attemptFence: Fence = { ...fence, generationAttempt: attempt };
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
@@ -321,103 +276,4 @@ async function streamModelStep(
     throw err;
   }
   deps.buffer.end(chat.id);
-}
-
-async function runBatch(
-  deps: GenerationDeps,
-  fence: Fence,
-  chat: Chat,
-  message: ChatMessage,
-  calls: ToolCallPart[],
-  signal: AbortSignal,
-  snapshot: ContextSnapshot | undefined,
-): Promise<void> {
-  const client = await deps.resolveAgent(chat);
-  // Right before anything reaches the agent, on every attempt: may the owner still use it? The
-  // first start rode on the commit of the calls (if that was a moment ago, HeldChat).
-  const rode = deps.held?.takeBatchStart(message.id);
-  const { access, ageMs } =
-    rode && rode.audit === !!client
-      ? rode
-      : await startBatch(deps.db, chat, message, calls, { audit: !!client });
-  if (access.status === "lost") return refuseBatch(deps, fence, chat, calls, access.why);
-  const workspaceDir = snapshot?.environment?.directory;
-  const chatId = parseChatId(chat.id)!;
-  const messageId = toMessageId(message.id)!;
-  // Watchers see each call start and finish as live parts of the batch's own episode; this
-  // replica's stamps of the batch bill it if it is interrupted (CHATD.md 9).
-  deps.buffer.begin(chat.id, fence.historyVersion, chat.generationAttempt);
-  deps.buffer.beginBatch(chat.id, fence.historyVersion);
-  const outcomes = await Promise.all(
-    calls.map(async (call): Promise<ToolOutcome> => {
-      if (!client) {
-        const now = deps.clock.now();
-        return {
-          result: {
-            status: "error",
-            message: "This chat has no workspace, so tools cannot run. Answer without tools.",
-          },
-          startedAt: now,
-          endedAt: now,
-          billable: false,
-        };
-      }
-      toolCallLog(deps.log, chatId, messageId, call.toolCallId).info(
-        { tool: call.toolName },
-        "tool call sent",
-      );
-      deps.buffer.stampCall(chat.id, call.toolCallId, { startedAt: deps.clock.now() });
-      // The agent names an execute's process by the tool call UUID (CONTRACT.md 3), so a
-      // watcher can read the output of the command while it runs.
-      deps.buffer.append(chat.id, {
-        type: "tool-started",
-        tool_call_id: call.toolCallId,
-        tool_name: call.toolName,
-        ...(call.toolName === "execute" && {
-          process_id: toolCallUuid(chatId, messageId, call.toolCallId),
-        }),
-      });
-      const outcome = await runTool(
-        {
-          client,
-          chatId,
-          messageId,
-          toolCallAgeMs: ageMs,
-          clock: deps.clock,
-          agentAnswerTimeoutMs: deps.agentAnswerTimeoutMs,
-          signal,
-          ...(workspaceDir !== undefined && { workspaceDir }),
-        },
-        { toolCallId: call.toolCallId, toolName: call.toolName, input: call.args },
-      );
-      // After a task retry on this replica the call's interval is its first one (CHATD.md 9).
-      const stamped = deps.buffer.stampCall(chat.id, call.toolCallId, {
-        startedAt: outcome.startedAt,
-        endedAt: outcome.endedAt,
-        billable: outcome.billable,
-      });
-      deps.buffer.append(chat.id, {
-        type: "tool-finished",
-        tool_call_id: call.toolCallId,
-        tool_name: call.toolName,
-        status: outcome.result.status,
-      });
-      return {
-        ...outcome,
-        startedAt: stamped.startedAt,
-        endedAt: stamped.endedAt ?? outcome.endedAt,
-      };
-    }),
-  );
-  const messages = batchMessages(
-    calls,
-    outcomes.map((o) => o.result),
-    await toolResultBudgetOf(deps, chat),
-    outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
-  );
-  // The model takes the results next: its attempt is recorded with them.
-  await commitStep(deps.db, fence, messages, deps.held, { nextAttempt: true });
-  deps.buffer.end(chat.id);
-  toolResultsCommitted(deps, chatId, messageId, messages);
-  deps.buffer.endBatch(chat.id);
 }

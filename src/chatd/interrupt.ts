@@ -7,7 +7,8 @@ import { parseChatId, toMessageId, type AgentClient } from "../contract/index.ts
 import { batchMessages, toolCallAgeMs } from "./batch.ts";
 import type { Interval } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
-import { toolResultBudgetOf, type GenerationDeps } from "./generation.ts";
+import { toolResultBudgetOf } from "./batch-run.ts";
+import type { GenerationDeps } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { AssistantParts, unresolvedToolCalls } from "./messages.ts";
 import { toolResultsCommitted } from "./observe.ts";

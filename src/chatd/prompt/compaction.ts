@@ -33,6 +33,17 @@ export interface ContextBudget {
   thresholdPercent: number;
 }
 
+/** A model's budget from its settings, the defaults where it has none. */
+export function contextBudget(m: {
+  contextLimitTokens?: number;
+  compactThresholdPercent?: number;
+}): ContextBudget {
+  return {
+    limitTokens: m.contextLimitTokens ?? DEFAULT_CONTEXT_LIMIT_TOKENS,
+    thresholdPercent: m.compactThresholdPercent ?? DEFAULT_COMPACT_THRESHOLD_PERCENT,
+  };
+}
+
 /** The tool result budget for a model with this limit, never above `maxBytes`. */
 export function toolResultBudgetBytes(limitTokens: number, maxBytes: number): number {
   const share = Math.floor(limitTokens * BYTES_PER_TOKEN * TOOL_RESULT_CONTEXT_SHARE);

@@ -28,6 +28,7 @@ export {
   DEFAULT_COMPACT_THRESHOLD_PERCENT,
   DEFAULT_CONTEXT_LIMIT_TOKENS,
   compactionDue,
+  contextBudget,
   compactionDueAfterStep,
   compactionRequest,
   isContextTooLong,
