@@ -69,6 +69,11 @@ export class ManualClock implements Clock {
     };
   }
 
+  /** Whether a timer falls due at `at` (a test's way to know a wait has begun). */
+  hasTimerAt(at: number): boolean {
+    return this.#timers.some((t) => t.due === at);
+  }
+
   /** Moves time forward by `ms`, firing every timer that falls due, in order. */
   advance(ms: number): void {
     const target = this.#now + ms;

@@ -161,6 +161,8 @@ describeDatabases("bounded retries", (db) => {
     );
     // Recorded in the same transaction as updated_at: exactly the provider's 2 s ahead.
     expect(Date.parse(retrying.next_attempt_at) - chat!.updatedAt.getTime()).toBe(2_000);
+    // The runner's wait starts once that write has answered it, a moment after it is seen.
+    await until(() => clock.hasTimerAt(clock.now() + 2_000), 10_000);
     clock.advance(1_999);
     await new Promise((r) => setTimeout(r, 300));
     expect(fake.requests).toHaveLength(1);
