@@ -357,7 +357,33 @@ class Campaign {
           r: deriveSeed(seed, "dialout-fault", 1),
         });
       }
+      // And every scenario kills a replica at least once, inside the first half of the window
+      // while its chats still run: a failover is what the campaign exists to test, and turns
+      // fast enough could otherwise all end before a seeded kill lands.
+      {
+        const k = new Rng(deriveSeed(seed, "kill-fault"));
+        schedule.push({
+          at: k.int(0, Math.floor(this.o.faultWindowMs / 2)),
+          kind: "kill_replica",
+          r: deriveSeed(seed, "kill-fault", 1),
+        });
+      }
       schedule.sort((x, y) => x.at - y.at);
+      /** This scenario's chats running now, with their owners. */
+      const running = async () =>
+        (
+          await this.db.query<{ id: string; worker_id: string }>(
+            "SELECT id, worker_id FROM chats WHERE id = ANY($1::uuid[]) " +
+              "AND status IN ('running', 'interrupting')",
+            [chats.map((c) => c.id)],
+          )
+        ).rows;
+      /** A running chat when there is one (an interrupt of a waiting chat tests little). */
+      const target = async (fr: Rng) => {
+        const ids = new Set((await running()).map((row) => row.id));
+        const busy = chats.filter((c) => ids.has(c.id));
+        return fr.pick(busy.length > 0 ? busy : chats);
+      };
       const dialFronts = [...fronts.values()];
       const thaws: Promise<void>[] = [];
       const started = Date.now();
@@ -369,7 +395,11 @@ class Campaign {
             const live = this.replicas.live;
             if (live.length < 2) break; // keep one replica up
             this.fault(f.kind);
-            await this.killReplica(fr.pick(live));
+            // A replica that owns a running chat of this scenario when one does: killing an
+            // idle one tests a restart, not a takeover.
+            const owners = new Set((await running()).map((row) => row.worker_id));
+            const owning = live.filter((r) => owners.has(r.workerId));
+            await this.killReplica(fr.pick(owning.length > 0 ? owning : live));
             break;
           }
           case "restart_agent":
@@ -405,7 +435,7 @@ class Campaign {
           }
           case "interrupt": {
             this.fault(f.kind);
-            const c = fr.pick(chats);
+            const c = await target(fr);
             interrupted.add(c.id);
             const r = await this.api<{ status: string }>(
               "POST",
@@ -419,7 +449,7 @@ class Campaign {
           case "message_queue":
           case "message_interrupt": {
             this.fault(f.kind);
-            const c = fr.pick(chats);
+            const c = await target(fr);
             const busy = f.kind === "message_queue" ? "queue" : "interrupt";
             if (busy === "interrupt") interrupted.add(c.id);
             const r = await this.api<{ queued: boolean }>(
