@@ -176,15 +176,21 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/chats", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewChatBody, request.body ?? {}, "body");
-    // The checks, the chat, its first message and the audit entry: one transaction.
+    // The checks, the chat, its first message, its claim by this replica's worker and the audit
+    // entry: one transaction.
+    const claim = ctx.localClaim?.();
     const chat = await ctx.db.transaction(async (tx) => {
-      const chat = await createChatIn(tx, {
-        ownerId: user.id,
-        workspaceId: await resolveWorkspace(ctx, tx, user, body.workspace_id),
-        modelConfigId: await resolveModel(ctx, tx, body.model_id),
-        ...(body.title !== undefined && { title: body.title }),
-        ...(body.message !== undefined && { message: body.message }),
-      });
+      const chat = await createChatIn(
+        tx,
+        {
+          ownerId: user.id,
+          workspaceId: await resolveWorkspace(ctx, tx, user, body.workspace_id),
+          modelConfigId: await resolveModel(ctx, tx, body.model_id),
+          ...(body.title !== undefined && { title: body.title }),
+          ...(body.message !== undefined && { message: body.message }),
+        },
+        claim,
+      );
       await audit(tx, request, {
         userId: user.id,
         action: "chat.create",
@@ -197,6 +203,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
       });
       return chat;
     });
+    claim?.committed();
     return reply.code(201).send(chatView(chat));
   });
 
@@ -244,7 +251,15 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const body = parse(SendBody, request.body, "body");
     await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
     const busy = body.busy_behavior ?? "queue";
-    const sent = await sendMessage(ctx.db, id, user.id, body.text, busy, ctx.feed);
+    const sent = await sendMessage(
+      ctx.db,
+      id,
+      user.id,
+      body.text,
+      busy,
+      ctx.feed,
+      ctx.localClaim?.(),
+    );
     // Who sent how much, and how: never the text.
     await audit(ctx.db, request, {
       userId: user.id,
@@ -275,7 +290,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const { id, message_id } = parse(MessageParams, request.params, "path");
     const body = parse(EditBody, request.body, "body");
     await refuseLostWorkspace(ctx, user, await ownedChat(ctx, user, id));
-    const sent = await editMessage(ctx.db, id, user.id, message_id, body.text);
+    const sent = await editMessage(ctx.db, id, user.id, message_id, body.text, ctx.localClaim?.());
     await audit(ctx.db, request, {
       userId: user.id,
       action: "chat.edit",

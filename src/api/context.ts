@@ -7,6 +7,7 @@ import type { AgentHub } from "../chatd/dialout/index.ts";
 import type { Database } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { MessageFeed } from "../chatd/message-feed.ts";
+import type { LocalClaim } from "../chatd/transitions/index.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { AddressPolicy, Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -39,6 +40,13 @@ export interface ApiOptions {
    * the API serves its own buffer's parts only and refuses every internal route.
    */
   replica?: { workerId: string; secret: string };
+  /**
+   * This replica's worker's claims (core.ts LocalClaim): a turn the API starts (a new chat with
+   * a message, a message or an edit to an idle chat) runs on this replica, claimed in the
+   * transaction that starts it. Without it (or when it answers undefined) every replica learns
+   * of the runnable chat from its notification and the first to acquire it runs it.
+   */
+  localClaim?: () => LocalClaim | undefined;
   /** This replica's metrics, served without a token at GET /metrics. */
   metrics?: Registry;
   /**

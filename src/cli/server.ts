@@ -323,6 +323,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     feed,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
+    localClaim: () => worker.localClaim(),
     agents,
     agentHub,
     workspaces,

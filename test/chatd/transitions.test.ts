@@ -6,8 +6,10 @@ import { FenceError, type Fence } from "../../src/chatd/chats.ts";
 import {
   acquire,
   CHAT_CHANNEL,
+  claimIn,
   commitStep,
   createChat,
+  createChatIn,
   editMessage,
   finishTurn,
   heartbeat,
@@ -15,7 +17,9 @@ import {
   loadHistory,
   recordGenerationAttempt,
   sendMessage,
+  type Acquired,
   type ChatChange,
+  type LocalClaim,
   loadQueue,
   removeQueued,
 } from "../../src/chatd/transitions/index.ts";
@@ -177,6 +181,102 @@ describeDatabases("transitions", (db) => {
       runnerId: null,
     });
     expect((await heartbeat(db(), workerId, runners)).size).toBe(0);
+  });
+
+  it("a turn started with a local claim is claimed in its own transaction, notified once", async () => {
+    const owner = await user(db());
+    const workerId = randomUUID();
+    const claims: Acquired[] = [];
+    const local = (): LocalClaim => ({
+      claim: async (tx, chatId) => {
+        const c = await claimIn(tx, workerId, chatId);
+        if (c) claims.push(c);
+        return c?.chat;
+      },
+      committed: () => undefined,
+    });
+    const seen: ChatChange[] = [];
+    const stop = await db().listen(CHAT_CHANNEL, (p) => seen.push(JSON.parse(p) as ChatChange));
+    const settled = async (n: number) => {
+      const end = Date.now() + 3_000;
+      while (seen.length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+    };
+    try {
+      // A claim in a transaction that fails claims nothing and notifies nothing.
+      await expect(
+        db().transaction(async (tx) => {
+          await createChatIn(
+            tx,
+            { ownerId: owner, workspaceId: null, modelConfigId: null, message: "no" },
+            local(),
+          );
+          throw new Error("rolled back");
+        }),
+      ).rejects.toThrow("rolled back");
+      const chat = await db().transaction((tx) =>
+        createChatIn(
+          tx,
+          { ownerId: owner, workspaceId: null, modelConfigId: null, message: "hi" },
+          local(),
+        ),
+      );
+      await settled(1);
+      const claimed = claims.at(-1)!;
+      expect(chat).toMatchObject({ workerId, runnerId: claimed.runnerId, status: "running" });
+      expect(claimed.start.history).toEqual(await loadHistory(db(), chat.id));
+      expect(claimed.chat.generationAttempt).toBe(1);
+      // The claim's notification is the create's, and the only one: it names the owner, so no
+      // replica starts an acquisition round for it.
+      expect(seen).toEqual([
+        expect.objectContaining({
+          chat_id: chat.id,
+          runner_id: claimed.runnerId,
+          worker_id: workerId,
+        }),
+      ]);
+      // Its lease is fresh: nobody else acquires it.
+      expect(await acquire(db(), randomUUID(), { leaseMs: 60_000, limit: 10 })).toEqual([]);
+
+      // A message to the running chat is queued: nothing to claim, the change is notified.
+      const before = claims.length;
+      expect(await sendMessage(db(), chat.id, owner, "next", "queue", undefined, local())).toEqual({
+        queued: true,
+      });
+      expect(claims.length).toBe(before);
+      await settled(2);
+      expect(seen.at(-1)).toMatchObject({ chat_id: chat.id, runner_id: claimed.runnerId });
+
+      // The turn ends and the queued message runs (the same runner's); then the chat waits, and
+      // a message starts the next turn, claimed with it.
+      let fence: Fence = {
+        chatId: chat.id,
+        workerId,
+        runnerId: claimed.runnerId,
+        status: "running",
+        historyVersion: claimed.chat.historyVersion,
+      };
+      for (const expected of ["running", "waiting"] as const) {
+        await commitStep(db(), fence, [answer("done")]);
+        fence = { ...fence, historyVersion: (await loadChat(db(), chat.id))!.historyVersion };
+        expect(await finishTurn(db(), fence)).toBe(expected);
+        fence = { ...fence, historyVersion: (await loadChat(db(), chat.id))!.historyVersion };
+      }
+      expect(claims.length).toBe(before);
+      const sent = await sendMessage(db(), chat.id, owner, "again", "queue", undefined, local());
+      expect(sent.queued).toBe(false);
+      expect(claims.length).toBe(before + 1);
+      expect(await loadChat(db(), chat.id)).toMatchObject({
+        status: "running",
+        workerId,
+        runnerId: claims.at(-1)!.runnerId,
+      });
+      expect(claims.at(-1)!.start.history!.at(-1)!.content).toEqual([
+        { type: "text", text: "again" },
+      ]);
+    } finally {
+      await stop();
+    }
   });
 
   it("acquire claims unowned chats and chats whose lease is stale, never a fresh lease", async () => {

@@ -3,7 +3,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { loadHistory } from "../../src/chatd/transitions/index.ts";
+import { createChatIn, loadHistory } from "../../src/chatd/transitions/index.ts";
 import { until } from "../support/agent.ts";
 import { settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import {
@@ -38,6 +38,34 @@ describeDatabases("worker faults", (db) => {
       ["user", [{ type: "text", text: "go" }]],
       ["assistant", [{ type: "text", text: "the whole answer" }]],
     ]);
+  });
+
+  it("a turn started with the worker's local claim runs on it, with no acquisition round", async () => {
+    // No periodic round within the test, and a listener that kicks none: only the claim runs it.
+    const { fake, setup, worker } = await env(db, { acquireIntervalMs: 60_000 });
+    expect(testWorker(db()).localClaim()).toBeUndefined(); // not started: nothing to claim for
+    fake.script({ text: "claimed here" });
+    const claim = worker.localClaim()!;
+    const chat = await db().transaction((tx) =>
+      createChatIn(
+        tx,
+        {
+          ownerId: setup.userId,
+          workspaceId: setup.workspaceId,
+          modelConfigId: setup.modelConfigId,
+          message: "go",
+        },
+        claim,
+      ),
+    );
+    expect(chat.workerId).toBe(worker.id);
+    claim.committed();
+    expect(worker.ownedChats).toEqual([chat.id]);
+    const { chat: done, history } = await settle(db(), chat.id);
+    expect(done.status).toBe("waiting");
+    expect(history.at(-1)!.content).toEqual([{ type: "text", text: "claimed here" }]);
+    await worker.stop();
+    expect(worker.localClaim()).toBeUndefined();
   });
 
   it("a task attempt that runs out of time mid-stream is retried, not taken for a model error", async () => {

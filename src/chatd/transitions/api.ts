@@ -8,9 +8,10 @@ import type { ChatMessage, MessagePart } from "../messages.ts";
 import type { HistoryMove, MessageFeed } from "../message-feed.ts";
 import {
   loadChat,
-  notifyChange,
+  notifyOrClaim,
   startTurn,
   transition,
+  type LocalClaim,
   type Locked,
   type UserInput,
 } from "./core.ts";
@@ -34,7 +35,12 @@ export async function createChat(db: Database, input: CreateChatInput): Promise<
  * it). The insert is the chat's first transition: its row is locked by it, at version 1; with a
  * message the turn starts in the same transaction, and the change is notified on commit.
  */
-export async function createChatIn(tx: Queryable, input: CreateChatInput): Promise<Chat> {
+export async function createChatIn(
+  tx: Queryable,
+  input: CreateChatInput,
+  /** Runs the chat's first turn on this replica (core.ts LocalClaim). */
+  claim?: LocalClaim,
+): Promise<Chat> {
   const r = await tx.query(
     `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title, snapshot_version)
      VALUES ($1, $2, $3, $4, $5, 1) RETURNING *`,
@@ -50,7 +56,7 @@ export async function createChatIn(tx: Queryable, input: CreateChatInput): Promi
   if (input.message === undefined) return created;
   const l: Locked = { tx, chat: created, version: created.snapshotVersion, history: [] };
   await startTurn(l, { content: textContent(input.message), createdBy: input.ownerId });
-  return notifyChange(tx, created.id);
+  return notifyOrClaim(l, claim);
 }
 
 export interface SendResult {
@@ -71,26 +77,31 @@ export async function sendMessage(
   busy: "queue" | "interrupt",
   /** This replica's feed (message-feed.ts): the messages go to its streams once committed. */
   feed?: MessageFeed,
+  /** Runs a turn the message starts on this replica (core.ts LocalClaim). */
+  claim?: LocalClaim,
 ): Promise<SendResult> {
   const committed = feed?.committing(chatId);
   let moved: HistoryMove | undefined;
   try {
-    const sent = await transition(db, chatId, async (l) => {
-      moved = undefined;
-      if (isIdle(l.chat)) {
-        const inserted: ChatMessage[] = [];
-        const m = await startTurn(
-          { ...l, inserted },
-          { content: textContent(text), createdBy: userId },
-        );
-        moved = { before: l.chat.historyVersion, after: l.version, messages: inserted };
-        return { messageId: m.id, queued: false };
-      }
-      await enqueue(l, { content: textContent(text), createdBy: userId });
-      if (busy === "interrupt") await askToStop(l);
-      return { queued: true };
-    });
+    const sent = await transition(
+      db,
+      chatId,
+      async (l) => {
+        moved = undefined;
+        if (isIdle(l.chat)) {
+          const inserted: ChatMessage[] = (l.inserted = []);
+          const m = await startTurn(l, { content: textContent(text), createdBy: userId });
+          moved = { before: l.chat.historyVersion, after: l.version, messages: inserted };
+          return { messageId: m.id, queued: false };
+        }
+        await enqueue(l, { content: textContent(text), createdBy: userId });
+        if (busy === "interrupt") await askToStop(l);
+        return { queued: true };
+      },
+      claim,
+    );
     committed?.(moved);
+    claim?.committed();
     return sent;
   } finally {
     committed?.(); // not committed (a call after the one above does nothing)
@@ -110,28 +121,37 @@ export async function editMessage(
   userId: string,
   messageId: string,
   text: string,
+  /** Runs a turn the edit starts on this replica (core.ts LocalClaim). */
+  claim?: LocalClaim,
 ): Promise<SendResult> {
-  return transition(db, chatId, async (l) => {
-    const r = await l.tx.query<{ role: string }>(
-      "SELECT role FROM chat_messages WHERE id = $1 AND chat_id = $2 AND NOT deleted AND visibility <> 'model'",
-      [messageId, chatId],
-    );
-    const target = r.rows[0];
-    if (!target) throw new MessageNotEditableError(messageId, "not_found");
-    if (target.role !== "user") throw new MessageNotEditableError(messageId, "not_user_message");
-    const edit = { content: textContent(text), createdBy: userId, editOf: messageId };
-    if (isIdle(l.chat)) {
-      const m = await startTurn(l, edit);
-      return { messageId: m.id, queued: false };
-    }
-    await l.tx.query(
-      "DELETE FROM chat_queued_messages WHERE chat_id = $1 AND edit_of IS NOT NULL",
-      [chatId],
-    );
-    await enqueue(l, edit);
-    await askToStop(l);
-    return { queued: true };
-  });
+  const sent = await transition(
+    db,
+    chatId,
+    async (l) => {
+      const r = await l.tx.query<{ role: string }>(
+        "SELECT role FROM chat_messages WHERE id = $1 AND chat_id = $2 AND NOT deleted AND visibility <> 'model'",
+        [messageId, chatId],
+      );
+      const target = r.rows[0];
+      if (!target) throw new MessageNotEditableError(messageId, "not_found");
+      if (target.role !== "user") throw new MessageNotEditableError(messageId, "not_user_message");
+      const edit = { content: textContent(text), createdBy: userId, editOf: messageId };
+      if (isIdle(l.chat)) {
+        const m = await startTurn(l, edit);
+        return { messageId: m.id, queued: false };
+      }
+      await l.tx.query(
+        "DELETE FROM chat_queued_messages WHERE chat_id = $1 AND edit_of IS NOT NULL",
+        [chatId],
+      );
+      await enqueue(l, edit);
+      await askToStop(l);
+      return { queued: true };
+    },
+    claim,
+  );
+  claim?.committed();
+  return sent;
 }
 
 /** A message waiting in a chat's queue: a message sent while busy, or an edit in waiting. */

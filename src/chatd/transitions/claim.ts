@@ -2,7 +2,7 @@
 // claimed chat's runner starts from, and the renewal of the leases of the chats it runs.
 
 import { rowToChat, type Chat } from "../chats.ts";
-import type { Database } from "../db/index.ts";
+import type { Database, Queryable } from "../db/index.ts";
 import { messagesFromJson, messagesJsonSql, type ChatMessage } from "../messages.ts";
 import {
   instructionsOf,
@@ -42,28 +42,14 @@ export interface Acquired {
 }
 
 /**
- * Claims up to `limit` runnable chats (running or interrupting) that nobody owns or whose
- * lease is older than `leaseMs`, each with a fresh runner ID and lease. `ignoreLeases`
- * takes every runnable chat at once (a single replica starting up on its own database).
+ * The claim statement around `claim`, a CTE body that selects and locks the rows to claim (`id`,
+ * `previous_worker_id`): each gets a fresh runner ID and lease, its change is notified, and the
+ * answer holds each runner's start. The history is read as of the statement's snapshot, with the
+ * history version of that snapshot (`history_at`): the row it locks may be newer, and then the
+ * runner reads the history itself. `$1` is the worker; `p` names the other parameters.
  */
-export async function acquire(
-  db: Database,
-  workerId: string,
-  o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
-): Promise<Acquired[]> {
-  // One statement: the claim, the leases, the notifications and each runner's start (one round
-  // trip, even when a round claims nothing, as most do). The history is read as of the
-  // statement's snapshot, with the history version of that snapshot (`history_at`): the row it
-  // locks may be newer, and then the runner reads the history itself.
-  const r = await db.query(
-    `WITH claim AS (
-         SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
-         WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
-           AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
-                OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
-         ORDER BY c.updated_at
-         LIMIT $3
-         FOR UPDATE OF c SKIP LOCKED)
+function claimSql(claim: string, p: { channel: string; instructionsKey: string }): string {
+  return `WITH claim AS (${claim})
      , claimed AS (
        UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
                         snapshot_version = snapshot_version + 1, updated_at = now(),
@@ -74,7 +60,7 @@ export async function acquire(
        INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
        SELECT id, runner_id, now() FROM claimed
        ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())
-     , n AS (SELECT pg_notify($5, ${changePayloadSql("claimed")}) FROM claimed)
+     , n AS (SELECT pg_notify(${p.channel}, ${changePayloadSql("claimed")}) FROM claimed)
      SELECT claimed.*, (SELECT count(*) FROM n) AS notified,
        (SELECT x.history_version FROM chats x WHERE x.id = claimed.id) AS history_at,
        ${messagesJsonSql(
@@ -85,40 +71,91 @@ export async function acquire(
        k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
        a.disabled AS owner_disabled, a.shared AS workspace_shared,
        a.owner_id AS workspace_owner_id,
-       (SELECT s.value FROM settings s WHERE s.key = $6) AS instructions
+       (SELECT s.value FROM settings s WHERE s.key = ${p.instructionsKey}) AS instructions
      FROM claimed
      LEFT JOIN chat_contexts k ON k.chat_id = claimed.id
-     LEFT JOIN LATERAL (${accessRowSql("claimed.owner_id", "claimed.workspace_id")}) a ON true`,
+     LEFT JOIN LATERAL (${accessRowSql("claimed.owner_id", "claimed.workspace_id")}) a ON true`;
+}
+
+/**
+ * Claims up to `limit` runnable chats (running or interrupting) that nobody owns or whose
+ * lease is older than `leaseMs`, each with a fresh runner ID and lease. `ignoreLeases`
+ * takes every runnable chat at once (a single replica starting up on its own database).
+ */
+export async function acquire(
+  db: Database,
+  workerId: string,
+  o: { leaseMs: number; limit: number; ignoreLeases?: boolean },
+): Promise<Acquired[]> {
+  // One statement: the claim, the leases, the notifications and each runner's start (one round
+  // trip, even when a round claims nothing, as most do).
+  const r = await db.query(
+    claimSql(
+      `SELECT c.id, c.worker_id AS previous_worker_id FROM chats c LEFT JOIN chat_heartbeats h ON h.chat_id = c.id
+         WHERE c.status IN ('running', 'interrupting') AND NOT c.archived
+           AND ($4 OR c.worker_id IS NULL OR h.heartbeat_at IS NULL
+                OR h.heartbeat_at < now() - make_interval(secs => $2::float8 / 1000))
+         ORDER BY c.updated_at
+         LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED`,
+      { channel: "$5", instructionsKey: "$6" },
+    ),
     [workerId, o.leaseMs, o.limit, o.ignoreLeases ?? false, CHAT_CHANNEL, INSTRUCTIONS_KEY],
   );
-  return r.rows.map((c) => {
-    const chat = rowToChat(c);
-    const history =
-      String(c.history_at) === chat.historyVersion ? messagesFromJson(c.history) : undefined;
-    return {
-      chatId: chat.id,
-      runnerId: chat.runnerId!,
-      previousWorkerId: (c.previous_worker_id as string | null) ?? null,
-      chat,
-      start: {
-        history,
-        snapshot: c.kept_snapshot
-          ? { snapshot: c.kept_snapshot as ContextSnapshot, capturedAt: c.kept_at as Date }
-          : null,
-        access: accessOf(
-          chat,
-          c.owner_disabled === null
-            ? undefined
-            : {
-                disabled: c.owner_disabled as boolean,
-                shared: c.workspace_shared as boolean | null,
-                owner_id: c.workspace_owner_id as string | null,
-              },
-        ),
-        organization: instructionsOf(c.instructions as { text?: unknown } | null),
-      },
-    };
-  });
+  return r.rows.map(toAcquired);
+}
+
+/**
+ * Claims chat `chatId` for `workerId` inside the transaction `tx` that made it runnable (a
+ * transition that started its turn, core.ts `LocalClaim`), if it is runnable and no runner
+ * holds it. The claim's notification is the transition's: the caller sends no other. Answers
+ * what its runner starts from, or undefined when there was nothing to claim.
+ */
+export async function claimIn(
+  tx: Queryable,
+  workerId: string,
+  chatId: string,
+): Promise<Acquired | undefined> {
+  const r = await tx.query(
+    claimSql(
+      `SELECT c.id, c.worker_id AS previous_worker_id FROM chats c
+         WHERE c.id = $2 AND c.status IN ('running', 'interrupting') AND NOT c.archived
+           AND c.runner_id IS NULL
+         FOR UPDATE OF c`,
+      { channel: "$3", instructionsKey: "$4" },
+    ),
+    [workerId, chatId, CHAT_CHANNEL, INSTRUCTIONS_KEY],
+  );
+  return r.rows.length === 0 ? undefined : toAcquired(r.rows[0]!);
+}
+
+function toAcquired(c: Record<string, unknown>): Acquired {
+  const chat = rowToChat(c);
+  const history =
+    String(c.history_at) === chat.historyVersion ? messagesFromJson(c.history) : undefined;
+  return {
+    chatId: chat.id,
+    runnerId: chat.runnerId!,
+    previousWorkerId: (c.previous_worker_id as string | null) ?? null,
+    chat,
+    start: {
+      history,
+      snapshot: c.kept_snapshot
+        ? { snapshot: c.kept_snapshot as ContextSnapshot, capturedAt: c.kept_at as Date }
+        : null,
+      access: accessOf(
+        chat,
+        c.owner_disabled === null
+          ? undefined
+          : {
+              disabled: c.owner_disabled as boolean,
+              shared: c.workspace_shared as boolean | null,
+              owner_id: c.workspace_owner_id as string | null,
+            },
+      ),
+      organization: instructionsOf(c.instructions as { text?: unknown } | null),
+    },
+  };
 }
 
 /**

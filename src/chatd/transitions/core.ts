@@ -69,12 +69,38 @@ export interface Locked {
   history?: ChatMessage[];
   /** When set, insertMessages appends what it inserts (a transition that publishes them). */
   inserted?: ChatMessage[];
+  /** Set by startTurn: the transition makes the chat runnable. */
+  started?: boolean;
+}
+
+/**
+ * How this replica's worker runs a chat whose turn a transition of this replica starts: it claims
+ * the chat in the transition's own transaction (transitions/claim.ts `claimIn`, whose
+ * notification is the transition's) and starts its runner once that commits, rather than every
+ * replica learning of a runnable chat and racing to claim it in statements of their own.
+ */
+export interface LocalClaim {
+  /** In the transaction: claims the chat if it can; answers its row when it did. */
+  claim(tx: Queryable, chatId: string): Promise<Chat | undefined>;
+  /** Once that transaction committed: the claimed chat's runner starts (none: nothing). */
+  committed(): void;
+}
+
+/**
+ * A transition's last statement: the claim of a chat it started, when `claim` is given and can
+ * take it; else the change notification. Answers the chat's row.
+ */
+export async function notifyOrClaim(l: Locked, claim: LocalClaim | undefined): Promise<Chat> {
+  const claimed = l.started && claim ? await claim.claim(l.tx, l.chat.id) : undefined;
+  return claimed ?? notifyChange(l.tx, l.chat.id);
 }
 
 export async function transition<T>(
   db: Database,
   chatId: string,
   fn: (l: Locked) => Promise<T>,
+  /** Runs a turn this transition starts on this replica (the chat is claimed with it). */
+  claim?: LocalClaim,
 ): Promise<T> {
   return db.transaction(async (tx) => {
     // The bump locks the row (as FOR UPDATE would, against every other transition and the
@@ -85,8 +111,9 @@ export async function transition<T>(
     );
     if (bumped.rows.length === 0) throw new ChatNotFoundError(chatId);
     const chat = rowToChat(bumped.rows[0]!);
-    const result = await fn({ tx, chat, version: chat.snapshotVersion });
-    await notifyChange(tx, chatId);
+    const l: Locked = { tx, chat, version: chat.snapshotVersion };
+    const result = await fn(l);
+    await notifyOrClaim(l, claim);
     return result;
   });
 }
@@ -194,6 +221,7 @@ export interface UserInput {
  * (C7); an edit then discards the replaced message and everything after it.
  */
 export async function startTurn(l: Locked, input: UserInput): Promise<ChatMessage> {
+  l.started = true;
   await answerOutstanding(l);
   let revision = 0;
   if (input.editOf) {

@@ -1,9 +1,16 @@
 // Chat transitions: the shared mechanism (core.ts), the API side (api.ts), the worker side
 // (worker.ts, claim.ts: the leases), and what a runner holds of its chat between tasks (held.ts).
-export { CHAT_CHANNEL, loadChat, loadHistory, loadModelHistory, type ChatChange } from "./core.ts";
+export {
+  CHAT_CHANNEL,
+  loadChat,
+  loadHistory,
+  loadModelHistory,
+  type ChatChange,
+  type LocalClaim,
+} from "./core.ts";
 export * from "./api.ts";
 export * from "./worker.ts";
-export { acquire, heartbeat, type Acquired, type ClaimedStart } from "./claim.ts";
+export { acquire, claimIn, heartbeat, type Acquired, type ClaimedStart } from "./claim.ts";
 export type { ChangePart, Written } from "./fenced.ts";
 export { retryingOf, type Retrying } from "./retrying.ts";
 export { HELD_CHAT_MS, HeldChat, keptSnapshot } from "./held.ts";

@@ -13,9 +13,11 @@ import {
   abandon,
   acquire,
   CHAT_CHANNEL,
+  claimIn,
   heartbeat,
   type Acquired,
   type ChatChange,
+  type LocalClaim,
 } from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
 import { failureSummary } from "./failure.ts";
@@ -52,6 +54,7 @@ export class Worker {
   #acquiring: Promise<void> | undefined;
   #beating: Promise<void> | undefined;
   #acquireAgain = false;
+  #started = false;
   #stopped = false;
   /** The internal base URL other replicas reach this one at (null: none, e.g. in-process tests). */
   #address: string | null = null;
@@ -91,6 +94,7 @@ export class Worker {
     await registerReplica(this.#deps.db, this.id, this.#address);
     this.#unlisten = await this.#deps.db.listen(CHAT_CHANNEL, (payload) => this.#onChange(payload));
     await this.#acquire(o.takeOverAll ?? false);
+    this.#started = true;
     this.#every(this.#o.acquireIntervalMs ?? ACQUIRE_INTERVAL_MS, () => this.#kickAcquire());
     this.#every(this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, () => {
       this.#beating ??= this.#heartbeat().finally(() => (this.#beating = undefined));
@@ -121,6 +125,33 @@ export class Worker {
     await deregisterReplica(this.#deps.db, this.id).catch((err: unknown) =>
       this.#error(err, undefined, "deregister"),
     );
+  }
+
+  /**
+   * A claim for one transition of this replica's API that may start a turn (core.ts
+   * LocalClaim): the chat runs here, claimed in that transition's transaction. Undefined
+   * before the worker started and once it stops: the transition then notifies, and whichever
+   * replica acquires first runs the chat.
+   */
+  localClaim(): LocalClaim | undefined {
+    if (!this.#started || this.#stopped) return undefined;
+    let claimed: Acquired | undefined;
+    return {
+      claim: async (tx, chatId) => {
+        claimed = await claimIn(tx, this.id, chatId);
+        return claimed?.chat;
+      },
+      committed: () => {
+        if (!claimed) return;
+        const c = claimed;
+        claimed = undefined;
+        if (!this.#stopped) return this.#startRunner(c);
+        // Stopped since: the lease goes back at once, as a stop releases the others.
+        abandon(this.#deps.db, c.chatId, this.id, c.runnerId).catch((err: unknown) =>
+          this.#error(err, c.chatId, "release"),
+        );
+      },
+    };
   }
 
   #every(ms: number, fn: () => void): void {
