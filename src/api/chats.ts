@@ -176,8 +176,8 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/chats", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewChatBody, request.body ?? {}, "body");
-    // The checks, the chat, its first message, its claim by this replica's worker and the audit
-    // entry: one transaction.
+    // The checks, the chat with its first message, its claim by this replica's worker and the
+    // audit entry: one transaction (reads outside it would each be a transaction of their own).
     const claim = ctx.localClaim?.();
     const chat = await ctx.db.transaction(async (tx) => {
       const chat = await createChatIn(

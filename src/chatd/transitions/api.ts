@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { MessageNotEditableError, rowToChat, titleOf, type Chat } from "../chats.ts";
 import type { Database, Queryable } from "../db/index.ts";
-import type { ChatMessage, MessagePart } from "../messages.ts";
+import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
 import type { HistoryMove, MessageFeed } from "../message-feed.ts";
 import {
   loadChat,
@@ -15,6 +15,7 @@ import {
   type Locked,
   type UserInput,
 } from "./core.ts";
+import { insertMessagesSql, messageRecord } from "./message-rows.ts";
 import { storableParts, storableText } from "./storable.ts";
 
 export interface CreateChatInput {
@@ -32,8 +33,10 @@ export async function createChat(db: Database, input: CreateChatInput): Promise<
 
 /**
  * Creates the chat inside the caller's transaction `tx` (whatever else it writes commits with
- * it). The insert is the chat's first transition: its row is locked by it, at version 1; with a
- * message the turn starts in the same transaction, and the change is notified on commit.
+ * it). The insert is the chat's first transition: its row is locked by it, at version 1. With a
+ * message the turn starts in the same statement (the chat running at history version 1, its
+ * first message in history: what startTurn makes of a chat with no history), and the change is
+ * notified (or the chat claimed) on commit.
  */
 export async function createChatIn(
   tx: Queryable,
@@ -41,21 +44,33 @@ export async function createChatIn(
   /** Runs the chat's first turn on this replica (core.ts LocalClaim). */
   claim?: LocalClaim,
 ): Promise<Chat> {
+  const started = input.message !== undefined;
+  const values = [
+    randomUUID(),
+    input.ownerId,
+    input.workspaceId,
+    input.modelConfigId,
+    storableText(input.title ?? titleOf(input.message ?? "")),
+    started ? 1 : 0,
+    started ? "running" : "waiting",
+  ];
+  const insert = `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title,
+       snapshot_version, history_version, status)
+     VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING *`;
+  if (input.message === undefined) return rowToChat((await tx.query(insert, values)).rows[0]!);
+  const message: NewMessage = {
+    role: "user",
+    visibility: "both",
+    content: textContent(input.message),
+    createdBy: input.ownerId,
+  };
   const r = await tx.query(
-    `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title, snapshot_version)
-     VALUES ($1, $2, $3, $4, $5, 1) RETURNING *`,
-    [
-      randomUUID(),
-      input.ownerId,
-      input.workspaceId,
-      input.modelConfigId,
-      storableText(input.title ?? titleOf(input.message ?? "")),
-    ],
+    `WITH c AS (${insert}), m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })})
+     SELECT * FROM c`,
+    [...values, JSON.stringify([messageRecord(message)])],
   );
   const created = rowToChat(r.rows[0]!);
-  if (input.message === undefined) return created;
-  const l: Locked = { tx, chat: created, version: created.snapshotVersion, history: [] };
-  await startTurn(l, { content: textContent(input.message), createdBy: input.ownerId });
+  const l: Locked = { tx, chat: created, version: created.snapshotVersion, started: true };
   return notifyOrClaim(l, claim);
 }
 
