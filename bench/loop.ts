@@ -199,12 +199,18 @@ async function durableTurnsOf(
       }
       while ((await loadChat(db, chat.id))!.status !== "waiting")
         await new Promise((r) => setTimeout(r, 20));
-      // Step i ends when its result commits; the database clock stamps every commit.
+      // Step i ends when its result commits; the database clock stamps every commit, to the
+      // microsecond (a Date would round each stamp to the millisecond, and a step to 1 ms).
       const history = await loadHistory(db, chat.id);
       const since = history.slice(history.findLastIndex((h) => h.boundary) + 1);
+      const stamps = await db.query<{ id: string; ms: number }>(
+        "SELECT id::text AS id, extract(epoch FROM created_at)::float8 * 1000 AS ms FROM chat_messages WHERE chat_id = $1",
+        [chat.id],
+      );
+      const msOf = new Map(stamps.rows.map((r) => [r.id, Number(r.ms)]));
       const marks = since
         .filter((h) => h.role === "user" || h.content.some((p) => p.type === "tool-result"))
-        .map((h) => h.createdAt.getTime());
+        .map((h) => msOf.get(h.id)!);
       for (let i = 1; i < marks.length; i++) perStep[slot]!.push(marks[i]! - marks[i - 1]!);
     }
   } finally {
