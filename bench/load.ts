@@ -20,7 +20,16 @@ import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { generateSecretKey } from "../src/chatd/secrets/index.ts";
 import { startFakeProvider, type FakeChatRequest } from "../test/support/fake-provider.ts";
-import { fmt, numberFlags, ROOT, startAgent, startChild, stats, type Child } from "./support.ts";
+import {
+  cpuSeconds,
+  fmt,
+  numberFlags,
+  ROOT,
+  startAgent,
+  startChild,
+  stats,
+  type Child,
+} from "./support.ts";
 
 const { chats, steps, agents, concurrency, timeout } = numberFlags({
   chats: 1000,
@@ -46,16 +55,6 @@ const dbUrl = new URL(baseUrl);
 dbUrl.pathname = `/${dbName}`;
 // Every replica seals its secrets with the same key; the servers inherit it.
 process.env.TETHER_SECRET_KEY ??= generateSecretKey();
-
-/** CPU seconds (user + system) a live process has used, from /proc/<pid>/stat. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
-}
-/** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere but exotic builds). */
-const CLOCK_TICKS_PER_S = 100;
 
 /** The Postgres backends serving the benchmark's database now (this client's excepted). */
 async function backends(db: pg.Client): Promise<number[]> {

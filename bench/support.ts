@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: child servers that print `listening on URL`, and stats.
 
+import { readFile } from "node:fs/promises";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -116,3 +117,13 @@ export function numberFlags<T extends Record<string, number>>(defaults: T): T {
   }
   return out as T;
 }
+
+/** CPU seconds (user + system) a live process has used, from /proc/<pid>/stat. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+}
+/** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere but exotic builds). */
+const CLOCK_TICKS_PER_S = 100;

@@ -10,7 +10,8 @@
 // server side: pg_stat_database xact_commit of a database of its own, read after it closed its
 // connections (Tether's include its server's background rounds, such as the acquisition poll
 // each second, over the run, and one per notification its listening connection receives: a
-// backend reads the notification queue in a transaction of its own). Needs
+// backend reads the notification queue in a transaction of its own), and the CPU time of
+// Tether's server process over the measured turns (/proc, 10 ms ticks). Needs
 // TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL): its server gets databases
 // <name>_turn_tether, _turn_dbos and _turn_langgraph, dropped at the end.
 
@@ -29,6 +30,7 @@ import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
 import { AgentClient, parseChatId, realClock, toMessageId } from "../src/contract/index.ts";
 import { createLanguageModel } from "../src/model/index.ts";
 import {
+  cpuSeconds,
   fmt,
   numberFlags,
   ROOT,
@@ -165,6 +167,8 @@ interface System {
   turn(): Promise<void>;
   /** Closes every connection, so the server has counted every transaction. */
   tearDown(): Promise<void>;
+  /** The process serving it, whose CPU time is counted (a system in this process has none). */
+  pid?(): number | undefined;
 }
 
 const inMemory: System = {
@@ -270,6 +274,7 @@ function tetherSystem(): System {
     tearDown: async () => {
       await server?.stop();
     },
+    pid: () => server?.proc.pid,
   };
 }
 
@@ -359,6 +364,7 @@ function langgraphSystem(): System {
 interface Result {
   stats: Stats;
   xactPerTurn?: number;
+  cpuMsPerTurn?: number;
 }
 
 /**
@@ -369,6 +375,8 @@ interface Result {
 async function measureAll(all: System[]): Promise<Map<string, Result>> {
   const samples = new Map<string, number[]>(all.map((s) => [s.name, []]));
   const before = new Map<string, number>();
+  const cpuBefore = new Map<string, number>();
+  const cpuMs = new Map<string, number>();
   const ready: System[] = [];
   try {
     for (const s of all) {
@@ -381,12 +389,21 @@ async function measureAll(all: System[]): Promise<Map<string, Result>> {
     // and warm-up (migrations, the first user) would be reported inside the measured turns.
     await new Promise((r) => setTimeout(r, STATS_FLUSH_MS));
     for (const s of all) if (s.database) before.set(s.name, await xactCommit(s.database));
+    for (const s of all) {
+      const pid = s.pid?.();
+      if (pid !== undefined) cpuBefore.set(s.name, await cpuSeconds(pid));
+    }
     for (let i = 0; i < turns; i++) {
       for (const s of all) {
         const t0 = performance.now();
         await s.turn();
         samples.get(s.name)!.push(performance.now() - t0);
       }
+    }
+    for (const s of all) {
+      const pid = s.pid?.();
+      if (pid !== undefined)
+        cpuMs.set(s.name, ((await cpuSeconds(pid)) - cpuBefore.get(s.name)!) * 1000);
     }
   } finally {
     for (const s of ready) await s.tearDown();
@@ -399,6 +416,7 @@ async function measureAll(all: System[]): Promise<Map<string, Result>> {
     results.set(s.name, {
       stats: stats(samples.get(s.name)!),
       ...(s.database && { xactPerTurn: (after - before.get(s.name)!) / turns }),
+      ...(cpuMs.has(s.name) && { cpuMsPerTurn: cpuMs.get(s.name)! / turns }),
     });
   }
   return results;
@@ -429,6 +447,10 @@ try {
   console.log(
     `target: Tether within 1.6x of in-memory (median): ${fmt(t.stats.median / base.median, 2)}x ${t.stats.median / base.median <= 1.6 ? "MET" : "NOT MET"}; commits per turn <= 8: ${fmt(t.xactPerTurn ?? NaN, 1)} ${(t.xactPerTurn ?? Infinity) <= 8 ? "MET" : "NOT MET"}`,
   );
+  if (t.cpuMsPerTurn !== undefined)
+    console.log(
+      `Tether server CPU per turn: ${fmt(t.cpuMsPerTurn, 1)} ms (its process, over the measured turns; its background rounds while the other systems ran included)`,
+    );
   console.log(`load average at end: ${load()}`);
 } finally {
   client.close();
