@@ -155,6 +155,27 @@ describeDatabases("chat event stream", (db) => {
     expect(chatStatements(statements)).toEqual([CHAT_WITH_VISIBLE_MESSAGES_SQL]);
   });
 
+  it("a member's stream reads who may use the chat's workspace with the chat", async () => {
+    const workspaceId = randomUUID();
+    await db().query(
+      "INSERT INTO workspaces (id, name, agent_url, owner_id) VALUES ($1, $2, 'http://127.0.0.1:1', $3)",
+      [workspaceId, `ws-${workspaceId}`, api.memberId],
+    );
+    const chatId = (
+      await api.request("POST", "/api/v1/chats", {
+        token: api.memberToken,
+        body: { workspace_id: workspaceId },
+      })
+    ).body.id as string;
+    statements.length = 0;
+    const sse = await open(`/api/v1/chats/${chatId}/stream`);
+    await sse.until((es) => ofType(es, "status").length === 1);
+    expect(statements.filter((s) => s === CHAT_WITH_VISIBLE_MESSAGES_SQL)).toHaveLength(1);
+    // Not read again for the `workspace` events' access check (a template workspace's state,
+    // read by the events themselves, is another statement).
+    expect(statements.filter((s) => /^SELECT \* FROM workspaces\b/.test(s))).toEqual([]);
+  });
+
   /** A model step → tool → model step turn of a running chat, as a worker commits it. */
   const turnSteps: NewMessage[][] = [
     [

@@ -18,6 +18,7 @@ import {
   type ChatMessage,
 } from "../chatd/messages.ts";
 import type { PartEvent } from "../chatd/stream.ts";
+import { usableBy } from "../chatd/workspace-access.ts";
 import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
@@ -32,7 +33,6 @@ import {
   VISIBLE_MESSAGES_SQL,
 } from "./views.ts";
 import { watchWorkspace } from "./workspace-events.ts";
-import { findWorkspace } from "./workspaces.ts";
 
 /** A comment line goes out this often, so proxies and clients see the stream is alive. */
 export const SSE_HEARTBEAT_MS = 15_000;
@@ -62,23 +62,40 @@ function shownState(
 }
 
 /**
- * The chat's row and the messages a person sees after `$2` (VISIBLE_MESSAGES_SQL's), in one
- * statement.
+ * The chat's row, the messages a person sees after `$2` (VISIBLE_MESSAGES_SQL's) and who may use
+ * its workspace (usableBy's columns), in one statement.
  */
 export const CHAT_WITH_VISIBLE_MESSAGES_SQL = `SELECT c.*,
-  ${messagesJsonSql("c.id", `m.id > $2 AND ${VISIBLE_MESSAGE_SQL}`)} AS messages
+  ${messagesJsonSql("c.id", `m.id > $2 AND ${VISIBLE_MESSAGE_SQL}`)} AS messages,
+  (SELECT json_build_object('shared', w.shared, 'owner_id', w.owner_id) FROM workspaces w
+   WHERE w.id = c.workspace_id) AS workspace_use
   FROM chats c WHERE c.id = $1`;
+
+/** A workspace's columns that say who may use it (workspace-access.ts usableBy). */
+interface WorkspaceUse {
+  shared: boolean;
+  owner_id: string | null;
+}
 
 /** The chat (undefined if there is none) and its visible messages after `afterId`, read at once. */
 export async function readChatWithMessages(
   ctx: Pick<ApiContext, "db">,
   chatId: string,
   afterId: string,
-): Promise<{ chat: Chat | undefined; messages: ChatMessage[] }> {
+): Promise<{
+  chat: Chat | undefined;
+  messages: ChatMessage[];
+  /** Null without a workspace row. */
+  workspace: WorkspaceUse | null;
+}> {
   const r = await ctx.db.query(CHAT_WITH_VISIBLE_MESSAGES_SQL, [chatId, afterId]);
   const row = r.rows[0];
-  if (!row) return { chat: undefined, messages: [] };
-  return { chat: rowToChat(row), messages: messagesFromJson(row.messages) };
+  if (!row) return { chat: undefined, messages: [], workspace: null };
+  return {
+    chat: rowToChat(row),
+    messages: messagesFromJson(row.messages),
+    workspace: (row.workspace_use as WorkspaceUse | null) ?? null,
+  };
 }
 
 /** `Last-Event-ID` (an EventSource reconnecting) stands in for a missing `after_id`. */
@@ -158,9 +175,10 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
     // or shared (once unshared, its state is not theirs to follow, nor to keep running).
     const { user } = caller(request);
+    // Who may use it was read with the chat (no statement of its own).
     const watched =
       chat.workspaceId !== null &&
-      (isStaff(user) || (await findWorkspace(ctx.db, user, chat.workspaceId)) !== undefined)
+      (isStaff(user) || (read.workspace !== null && usableBy(user.id, read.workspace)))
         ? chat.workspaceId
         : null;
     out.onClose(await watchWorkspace(ctx, watched, (e) => send("workspace", e)));
