@@ -129,7 +129,7 @@ class Campaign {
   constructor(
     readonly o: CampaignOptions,
     readonly replicas: Replicas,
-    readonly db: pg.Client,
+    readonly db: pg.Pool,
     readonly workDir: string,
   ) {}
 
@@ -539,8 +539,8 @@ class Campaign {
   }
 }
 
-/** The campaign's pg client as the Queryable the server's own helpers take. */
-function pgQueryable(db: pg.Client): Queryable {
+/** The campaign's pg pool as the Queryable the server's own helpers take. */
+function pgQueryable(db: pg.Pool): Queryable {
   return {
     async query<R extends Row = Row>(sql: string, params?: readonly unknown[]) {
       const r = await db.query(sql, params as unknown[] | undefined);
@@ -562,7 +562,9 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   const database = await createCampaignDatabase(o.postgresUrl);
   let fake: FakeProvider | undefined;
   let replicas: Replicas | undefined;
-  const db = new pg.Client({ connectionString: database.url });
+  // A pool: the scenario's set-up queries run concurrently (one client would queue them, which
+  // pg deprecates).
+  const db = new pg.Pool({ connectionString: database.url, max: 4 });
   // Kept unless the campaign ends cleanly: a harness failure needs the replicas' logs too.
   let keep = true;
   try {
@@ -582,7 +584,6 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     await c.startReplica();
     await Promise.all(Array.from({ length: o.replicas - 1 }, () => c.startReplica()));
     o.log(`${o.replicas} replicas up in ${Date.now() - began} ms`);
-    await db.connect();
     const first = await c.api<{ token: string }>("POST", "/api/v1/users/first", {
       email: "chaos@example.com",
       password: "chaos campaign password",

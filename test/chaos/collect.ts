@@ -10,7 +10,7 @@ import type { CheckedChat, CheckedMessage, Evidence } from "./checker.ts";
 import { ANCHOR } from "./model.ts";
 
 export async function readChats(
-  db: pg.Client,
+  db: pg.Pool,
   chats: { id: string; agent: string }[],
 ): Promise<CheckedChat[]> {
   const ids = chats.map((c) => c.id);
