@@ -109,7 +109,6 @@ interface SnapshotInputs {
  * What taking a snapshot needs, in one statement: the kept one (if any), the owner's access to
  * the workspace (workspace-access.ts), and the organisation's instructions.
  */
-
 async function snapshotInputs(q: Queryable, chat: Chat): Promise<SnapshotInputs> {
   const r = await q.query<
     AccessRow & {

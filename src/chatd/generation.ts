@@ -1,7 +1,8 @@
 // The generation task (CHATD.md 5): one action per task, chosen from history — run the
 // latest assistant message's unresolved tool calls as one batch (batch-run.ts), compact
-// (compaction-step.ts), finish the turn, or call the model once. Every commit moves history, so the runner starts the next task, which
-// decides again; a stale task's commit fails its fence and writes nothing.
+// (compaction-step.ts), finish the turn, or call the model once. Every commit moves history,
+// so the runner starts the next task, which decides again; a stale task's commit fails its
+// fence and writes nothing.
 
 import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";

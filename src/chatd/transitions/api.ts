@@ -116,7 +116,6 @@ export async function sendMessage(
       claim,
     );
     committed?.(moved);
-    claim?.committed();
     return sent;
   } finally {
     committed?.(); // not committed (a call after the one above does nothing)
@@ -139,7 +138,7 @@ export async function editMessage(
   /** Runs a turn the edit starts on this replica (core.ts LocalClaim). */
   claim?: LocalClaim,
 ): Promise<SendResult> {
-  const sent = await transition(
+  return transition(
     db,
     chatId,
     async (l) => {
@@ -165,8 +164,6 @@ export async function editMessage(
     },
     claim,
   );
-  claim?.committed();
-  return sent;
 }
 
 /** A message waiting in a chat's queue: a message sent while busy, or an edit in waiting. */

@@ -99,10 +99,10 @@ export async function transition<T>(
   db: Database,
   chatId: string,
   fn: (l: Locked) => Promise<T>,
-  /** Runs a turn this transition starts on this replica (the chat is claimed with it). */
+  /** Runs a turn this transition starts on this replica (claimed with it, run once committed). */
   claim?: LocalClaim,
 ): Promise<T> {
-  return db.transaction(async (tx) => {
+  const result = await db.transaction(async (tx) => {
     // The bump locks the row (as FOR UPDATE would, against every other transition and the
     // runner's FOR SHARE read) and answers it, in one round trip.
     const bumped = await tx.query(
@@ -116,6 +116,8 @@ export async function transition<T>(
     await notifyOrClaim(l, claim);
     return result;
   });
+  claim?.committed();
+  return result;
 }
 
 /**
