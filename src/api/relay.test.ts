@@ -5,7 +5,16 @@ import { afterEach, describe, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { registerReplica } from "../chatd/replicas.ts";
 import { StreamBuffer, type PartEvent } from "../chatd/stream.ts";
-import { abandon, acquire, loadChat } from "../chatd/transitions/index.ts";
+import { MessageFeed } from "../chatd/message-feed.ts";
+import {
+  abandon,
+  acquire,
+  commitFinalStep,
+  commitStep,
+  HeldChat,
+  loadChat,
+} from "../chatd/transitions/index.ts";
+import { realClock } from "../contract/index.ts";
 import { createApi } from "./app.ts";
 import { PartCursor } from "./relay.ts";
 import { openSse, startTestApi, type SseEvent, type SseReader } from "./test-support.ts";
@@ -59,9 +68,13 @@ describeDatabases("live parts relay", (db) => {
   });
   const secret = "test-replica-secret";
 
-  /** Another replica: only its buffer and internal route matter here; registered at its URL. */
-  const replica = async (workerId: string, buffer: StreamBuffer): Promise<FastifyInstance> => {
-    const app = await createApi({ db: db(), buffer, replica: { workerId, secret } });
+  /** Another replica: only its buffer, feed and internal route matter here; registered at its URL. */
+  const replica = async (
+    workerId: string,
+    buffer: StreamBuffer,
+    feed = new MessageFeed(),
+  ): Promise<FastifyInstance> => {
+    const app = await createApi({ db: db(), buffer, feed, replica: { workerId, secret } });
     apps.push(app);
     await registerReplica(db(), workerId, await app.listen({ host: "127.0.0.1", port: 0 }));
     return app;
@@ -135,5 +148,81 @@ describeDatabases("live parts relay", (db) => {
       [1, 2],
       [2, 0],
     ]);
+  });
+
+  it("the owner's fenced writes, which notify nobody, reach a stream on another replica through the relay, and a reconnect shows what it missed", async () => {
+    const api = await startTestApi(db(), { replica: { workerId: randomUUID(), secret } });
+    apps.push(api.app);
+    await api.app.listen({ host: "127.0.0.1", port: 0 });
+    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+    const created = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { message: "hi" },
+    });
+    const chatId = created.body.id as string;
+    const ownerId = randomUUID();
+    const ownerBuffer = new StreamBuffer();
+    const ownerFeed = new MessageFeed();
+    let owner = await replica(ownerId, ownerBuffer, ownerFeed);
+    const [claim] = await acquire(db(), ownerId, { leaseMs: 60_000, limit: 10 });
+    const fenceAt = async () => ({
+      chatId,
+      workerId: ownerId,
+      runnerId: claim!.runnerId,
+      status: "running" as const,
+      historyVersion: (await loadChat(db(), chatId))!.historyVersion,
+    });
+    const answer = (text: string) => [
+      {
+        role: "assistant" as const,
+        visibility: "both" as const,
+        content: [{ type: "text" as const, text }],
+      },
+    ];
+    const said = (es: SseEvent[]) =>
+      es
+        .filter((e) => e.event === "message")
+        .map((e) => (e.data as { parts: { text?: string }[] }).parts[0]?.text);
+
+    const sse = await openSse(baseUrl, `/api/v1/chats/${chatId}/stream`, api.memberToken);
+    readers.push(sse);
+    // The relay is connected once the owner's live part comes through it.
+    ownerBuffer.begin(chatId, (await loadChat(db(), chatId))!.historyVersion, 1);
+    ownerBuffer.append(chatId, { type: "text-delta", text: "a" });
+    await sse.until((es) => texts(es).length === 1);
+
+    // A step committed by the owner's runner: told to its feed, and on through the relay.
+    await commitStep(
+      db(),
+      await fenceAt(),
+      answer("one"),
+      new HeldChat(realClock, 2_000, ownerFeed),
+    );
+    await sse.until((es) => said(es).includes("one"));
+
+    // A step committed while no relay hears it (a feed nobody follows, as before a connection):
+    // the owner comes back at another address, and the relay's new connection shows it.
+    await commitStep(
+      db(),
+      await fenceAt(),
+      answer("two"),
+      new HeldChat(realClock, 2_000, new MessageFeed()),
+    );
+    await owner.close();
+    apps.splice(apps.indexOf(owner), 1);
+    owner = await replica(ownerId, ownerBuffer, ownerFeed);
+    await sse.until((es) => said(es).includes("two"));
+
+    // The turn's end, which lets the chat go (a runner holding the chat ends it in the same
+    // statement): the stream shows the answer and `waiting`.
+    const held = new HeldChat(realClock, 2_000, ownerFeed);
+    held.read((await loadChat(db(), chatId))!);
+    await commitFinalStep(db(), await fenceAt(), answer("three"), held);
+    expect((await loadChat(db(), chatId))!.status).toBe("waiting");
+    const events = await sse.until((es) =>
+      es.some((e) => e.event === "status" && (e.data as { status: string }).status === "waiting"),
+    );
+    expect(said(events)).toEqual(["hi", "one", "two", "three"]);
+    expect(events.filter((e) => e.event === "error")).toEqual([]);
   });
 });

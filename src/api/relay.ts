@@ -2,7 +2,10 @@
 // (CHATD.md 5), so the owner serves its buffer on an internal route, guarded by the replica
 // secret; a stream on any other replica follows the chat's owner (the `worker_id` of the chat
 // row) and relays them, connecting again whenever the owner changes or its connection drops.
-// Committed messages never come this way: each replica reads them from the database.
+// The owner's runner notifies nobody of its fenced writes (transitions/fenced.ts): their changes
+// come this way too, to a relay that asks for them, and the stream refreshes on each connection
+// for what the owner committed before it. Committed messages never come this way: each replica
+// reads them from the database.
 
 import http from "node:http";
 import https from "node:https";
@@ -10,14 +13,21 @@ import type { FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import { replicaAddress } from "../chatd/replicas.ts";
 import type { PartEvent } from "../chatd/stream.ts";
-import { loadChat } from "../chatd/transitions/index.ts";
+import { loadChat, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { REPLICA_SECRET_HEADER } from "./auth.ts";
 import { IdParams, parse } from "./errors.ts";
 import { openLongResponse } from "./long-response.ts";
 
-/** The owner's live parts of a chat, as NDJSON: one PartEvent a line; empty lines keep alive. */
+/**
+ * The owner's live parts of a chat, as NDJSON: one PartEvent a line; empty lines keep alive.
+ * With `?changes=true`, also a `{"change": ChatChange}` line for each change the owner commits
+ * without a notification (an older relay asks for none: it would take them for parts).
+ */
 export const partsRoute = (chatId: string): string => `/internal/v1/chats/${chatId}/parts`;
+
+/** A line of the parts route: a live part, or (asked for) a change the owner committed. */
+type PartsLine = PartEvent | { change: ChatChange };
 
 /** An empty line goes out this often, so a relay sees the owner's connection is alive. */
 export const PARTS_HEARTBEAT_MS = 15_000;
@@ -30,22 +40,28 @@ export const RELAY_RETRY_MAX_MS = 5_000;
 
 export function internalRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // The replica secret was checked by the onRequest hook (auth.ts).
-  app.get("/internal/v1/chats/:id/parts", async (request, reply) => {
-    const { id } = parse(IdParams, request.params, "path");
-    const out = openLongResponse(ctx, reply, {
-      headers: {
-        "content-type": "application/x-ndjson; charset=utf-8",
-        "cache-control": "no-cache, no-transform",
-      },
-      heartbeatMs: PARTS_HEARTBEAT_MS,
-      heartbeat: "\n",
-      maxBufferedBytes: PARTS_MAX_BUFFERED_BYTES,
-    });
-    // Synchronous together: the episode so far, then every later part, none twice.
-    for (const e of ctx.buffer.parts(id)) out.write(`${JSON.stringify(e)}\n`);
-    if (!out.closed)
-      out.onClose(ctx.buffer.subscribe(id, (e) => out.write(`${JSON.stringify(e)}\n`)));
-  });
+  app.get<{ Querystring: { changes?: string } }>(
+    "/internal/v1/chats/:id/parts",
+    async (request, reply) => {
+      const { id } = parse(IdParams, request.params, "path");
+      const changes = request.query.changes === "true";
+      const out = openLongResponse(ctx, reply, {
+        headers: {
+          "content-type": "application/x-ndjson; charset=utf-8",
+          "cache-control": "no-cache, no-transform",
+        },
+        heartbeatMs: PARTS_HEARTBEAT_MS,
+        heartbeat: "\n",
+        maxBufferedBytes: PARTS_MAX_BUFFERED_BYTES,
+      });
+      const line = (l: PartsLine): void => out.write(`${JSON.stringify(l)}\n`);
+      // Synchronous together: the episode so far, then every later part, none twice.
+      for (const e of ctx.buffer.parts(id)) line(e);
+      if (out.closed) return;
+      out.onClose(ctx.buffer.subscribe(id, line));
+      if (changes) out.onClose(ctx.feed.changes(id, (change) => line({ change })));
+    },
+  );
 }
 
 export interface OwnerRelayOptions {
@@ -55,6 +71,10 @@ export interface OwnerRelayOptions {
   selfId: string;
   secret: string;
   onPart(e: PartEvent): void;
+  /** A change the owner committed without a notification. */
+  onChange(change: ChatChange): void;
+  /** The owner answered: what it committed before this connection came no other way. */
+  onConnected(): void;
   /** A relay attempt failed (it is tried again); for the log. */
   onError(err: unknown): void;
 }
@@ -124,7 +144,7 @@ export class OwnerRelay {
   async #pump(owner: string, signal: AbortSignal, connected: () => void): Promise<void> {
     const address = await replicaAddress(this.#o.db, owner);
     if (!address) throw new Error(`Replica ${owner} owns the chat but is not registered.`);
-    const url = new URL(`${address.replace(/\/+$/, "")}${partsRoute(this.#o.chatId)}`);
+    const url = new URL(`${address.replace(/\/+$/, "")}${partsRoute(this.#o.chatId)}?changes=true`);
     // node:http with no pool: an abort closes this one socket and opens no other (fetch's pool
     // may open a spare connection, which holds up the owner's graceful stop).
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
@@ -141,6 +161,7 @@ export class OwnerRelay {
       throw new Error(`Replica ${owner} at ${address} answered ${res.statusCode} for live parts.`);
     }
     connected();
+    this.#o.onConnected();
     res.setEncoding("utf8");
     let buf = "";
     for await (const chunk of res) {
@@ -149,8 +170,11 @@ export class OwnerRelay {
       while ((end = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, end).trim();
         buf = buf.slice(end + 1);
-        // The owner is another replica holding the secret: its lines are PartEvents.
-        if (line !== "" && !signal.aborted) this.#o.onPart(JSON.parse(line) as PartEvent);
+        // The owner is another replica holding the secret: its lines are PartsLines.
+        if (line === "" || signal.aborted) continue;
+        const l = JSON.parse(line) as PartsLine;
+        if ("change" in l) this.#o.onChange(l.change);
+        else this.#o.onPart(l);
       }
     }
   }

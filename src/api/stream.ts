@@ -128,19 +128,25 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     let latest: ChatChange | undefined;
     // Followed in the feed and subscribed before history is read: a commit after the read is
     // announced after it (and, made here, held). A change before the first refresh is covered.
-    const unwatch = ctx.feed.watch(id);
-    const unsubscribeChanges = await ctx.changes
-      .subscribe(id, (change) => {
-        const v = BigInt(change.history_version);
-        if (v > announcedHistory) announcedHistory = v;
-        if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
-          latest = change;
-        if (started) void refresh();
-      })
-      .catch((err: unknown) => {
-        unwatch();
-        throw err;
-      });
+    // Changes come as notifications, from this replica's runners (their fenced writes notify
+    // nobody: message-feed.ts), and through the relay from the runner of another replica.
+    const onChange = (change: ChatChange): void => {
+      const v = BigInt(change.history_version);
+      if (v > announcedHistory) announcedHistory = v;
+      if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
+        latest = change;
+      if (started) void refresh();
+    };
+    const unwatchFeed = ctx.feed.watch(id);
+    const unwatchOwn = ctx.feed.changes(id, onChange);
+    const unwatch = (): void => {
+      unwatchOwn();
+      unwatchFeed();
+    };
+    const unsubscribeChanges = await ctx.changes.subscribe(id, onChange).catch((err: unknown) => {
+      unwatch();
+      throw err;
+    });
     // Read after subscribing, so the first refresh starts from it: a later commit is announced.
     // One statement: the chat (checked for access before anything is sent) and its messages.
     const read = await readChatWithMessages(ctx, id, lastId)
@@ -287,6 +293,12 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         selfId: ctx.replica.workerId,
         secret: ctx.replica.secret,
         onPart: sendPart,
+        onChange,
+        // Whatever the owner committed before this connection is read: it was told only to the
+        // relays connected then.
+        onConnected: () => {
+          if (started) void refresh();
+        },
         onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
       });
       relay = r;

@@ -6,6 +6,7 @@ import http from "node:http";
 import { createParser } from "eventsource-parser";
 import type { FastifyInstance } from "fastify";
 import type { Database, Queryable } from "../chatd/db/index.ts";
+import { MessageFeed } from "../chatd/message-feed.ts";
 import type { MessagePart } from "../chatd/messages.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { createApi } from "./app.ts";
@@ -20,6 +21,8 @@ export interface JsonAnswer {
 export interface TestApi {
   app: FastifyInstance;
   buffer: StreamBuffer;
+  /** The API's feed: a worker in the same process shares it, as a server's does. */
+  feed: MessageFeed;
   adminToken: string;
   adminId: string;
   memberToken: string;
@@ -35,7 +38,8 @@ export interface TestApi {
 
 export async function startTestApi(db: Database, o: Partial<ApiOptions> = {}): Promise<TestApi> {
   const buffer = new StreamBuffer();
-  const app = await createApi({ db, buffer, ...o });
+  const feed = o.feed ?? new MessageFeed();
+  const app = await createApi({ db, buffer, ...o, feed });
   const answers: string[] = [];
   const request: TestApi["request"] = async (method, url, r = {}) => {
     const res = await app.inject({
@@ -65,6 +69,7 @@ export async function startTestApi(db: Database, o: Partial<ApiOptions> = {}): P
   });
   return {
     app,
+    feed,
     buffer,
     adminToken,
     adminId: (first.body.user as { id: string }).id,

@@ -1,14 +1,19 @@
-// The messages this replica commits, held briefly for its own event streams (docs/performance.md):
-// a commit that moves a chat's history publishes what it moved — the history version before and
-// after, the messages it inserted — once it has committed, and a stream whose messages are
-// complete up to "before" sends them without reading (src/api/stream.ts). A commit is announced
-// here before it is made (`committing`), so a stream that hears of it first waits for it rather
-// than reading. Only the chats a stream on this replica follows are held, at most
-// FEED_ENTRIES_PER_CHAT commits each, none older than FEED_MS; anything else (another replica's
-// commit, an edit, an entry dropped) the stream reads, as it did without the feed.
+// What this replica commits, for its own event streams (docs/performance.md). A commit that moves
+// a chat's history publishes what it moved — the history version before and after, the messages
+// it inserted — once it has committed, and a stream whose messages are complete up to "before"
+// sends them without reading (src/api/stream.ts). A commit is announced here before it is made
+// (`committing`), so a stream that hears of it first waits for it rather than reading. Only the
+// chats a stream on this replica follows are held, at most FEED_ENTRIES_PER_CHAT commits each,
+// none older than FEED_MS; anything else (another replica's commit, an edit, an entry dropped)
+// the stream reads, as it did without the feed.
+//
+// A runner's fenced writes send no notification (transitions/fenced.ts): their change is told
+// here, to the streams of this replica and to the owner's parts route, which passes it on to the
+// relays of other replicas' streams (src/api/relay.ts).
 
 import { realClock, type Clock } from "../contract/index.ts";
 import type { ChatMessage } from "./messages.ts";
+import type { ChatChange } from "./transitions/core.ts";
 
 /** How long a commit's messages are held for the streams that follow its chat. */
 export const FEED_MS = 5_000;
@@ -43,9 +48,13 @@ interface InFlight {
   resolve: () => void;
 }
 
+/** Hears a change this replica committed without a notification. */
+export type OwnChangeListener = (change: ChatChange) => void;
+
 export class MessageFeed {
   readonly #chats = new Map<string, Followed>();
   readonly #inFlight = new Map<string, InFlight>();
+  readonly #changeListeners = new Map<string, Set<OwnChangeListener>>();
 
   constructor(
     private readonly clock: Clock = realClock,
@@ -70,10 +79,28 @@ export class MessageFeed {
   }
 
   /**
-   * A commit of the chat's history is under way on this replica: answers its end, to be called
-   * once — with what it moved when it committed, without when it did not (or moved nothing).
+   * The changes this replica commits to the chat without a notification (a runner's fenced
+   * writes), from now on. Answers the unsubscribe.
    */
-  committing(chatId: string): (moved?: HistoryMove) => void {
+  changes(chatId: string, listener: OwnChangeListener): () => void {
+    let set = this.#changeListeners.get(chatId);
+    if (!set) this.#changeListeners.set(chatId, (set = new Set()));
+    set.add(listener);
+    const listeners = set;
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.#changeListeners.get(chatId) === listeners)
+        this.#changeListeners.delete(chatId);
+    };
+  }
+
+  /**
+   * A commit of the chat is under way on this replica: answers its end, to be called once — when
+   * it committed, with what it moved (if it moved history) and its change (if it sent no
+   * notification: the change is told to `changes` listeners last); without
+   * either when it did not commit.
+   */
+  committing(chatId: string): (moved?: HistoryMove, change?: ChatChange) => void {
     let p = this.#inFlight.get(chatId);
     if (!p) {
       let resolve!: () => void;
@@ -83,7 +110,7 @@ export class MessageFeed {
     p.count += 1;
     const inFlight = p;
     let ended = false;
-    return (moved) => {
+    return (moved, change) => {
       if (ended) return;
       ended = true;
       if (moved) this.publish(chatId, moved);
@@ -92,6 +119,7 @@ export class MessageFeed {
         if (this.#inFlight.get(chatId) === inFlight) this.#inFlight.delete(chatId);
         inFlight.resolve();
       }
+      if (change) for (const l of [...(this.#changeListeners.get(chatId) ?? [])]) l(change);
     };
   }
 

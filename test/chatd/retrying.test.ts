@@ -68,7 +68,10 @@ describeDatabases("bounded retries", (db) => {
       },
     });
     const { log, lines } = capturedLog();
+    // In one process with the API, as a server's: its streams hear the worker's writes.
     const worker = testWorker(db(), {
+      buffer: api.buffer,
+      feed: api.feed,
       log,
       retryLimitMs: 1_500,
       backoffMinMs: 50,

@@ -16,6 +16,7 @@ import {
   loadChat,
   loadHistory,
   recordGenerationAttempt,
+  recordRetryState,
   sendMessage,
   type Acquired,
   type ChatChange,
@@ -24,6 +25,10 @@ import {
   removeQueued,
 } from "../../src/chatd/transitions/index.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
+import { MessageFeed } from "../../src/chatd/message-feed.ts";
+import { changePayloadSql } from "../../src/chatd/transitions/core.ts";
+import { HeldChat } from "../../src/chatd/transitions/held.ts";
+import { realClock } from "../../src/contract/index.ts";
 import { describeDatabases } from "../support/db.ts";
 
 async function user(db: Database): Promise<string> {
@@ -94,34 +99,75 @@ describeDatabases("transitions", (db) => {
     expect((await loadHistory(db(), chatId)).map((m) => m.role)).toEqual(["user"]);
   });
 
-  it("a change is notified after commit, and never for a transition that failed", async () => {
-    const { chatId, fence } = await ownedChat(db());
+  /** The notifications of CHAT_CHANNEL while `fn` runs, and 100 ms after. */
+  async function notifiedDuring(fn: () => Promise<void>): Promise<ChatChange[]> {
     const seen: ChatChange[] = [];
     const stop = await db().listen(CHAT_CHANNEL, (p) => seen.push(JSON.parse(p) as ChatChange));
     try {
-      await expect(
-        commitStep(db(), { ...fence, runnerId: randomUUID() }, [answer("x")]),
-      ).rejects.toThrow();
-      await commitStep(db(), fence, [answer("ok")]);
-      const end = Date.now() + 3_000;
-      while (seen.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      await fn();
       await new Promise((r) => setTimeout(r, 100));
-      const chat = (await loadChat(db(), chatId))!;
-      expect(seen).toEqual([
-        {
-          chat_id: chatId,
-          snapshot_version: chat.snapshotVersion,
-          history_version: chat.historyVersion,
-          status: "running",
-          runner_id: fence.runnerId,
-          worker_id: fence.workerId,
-          generation_attempt: chat.generationAttempt,
-          retry_state: false,
-        },
-      ]);
+      return seen;
     } finally {
       await stop();
     }
+  }
+
+  /** The change the database builds from the chat's row now (changePayloadSql). */
+  async function payloadNow(chatId: string): Promise<ChatChange> {
+    const r = await db().query<{ p: string }>(
+      `SELECT ${changePayloadSql("chats")} AS p FROM chats WHERE id = $1`,
+      [chatId],
+    );
+    return JSON.parse(r.rows[0]!.p) as ChatChange;
+  }
+
+  it("a transition's change is notified after commit, and never for a transition that failed", async () => {
+    const { owner, chatId, workerId, fence } = await ownedChat(db());
+    const seen = await notifiedDuring(async () => {
+      await expect(sendMessage(db(), randomUUID(), owner, "x", "queue")).rejects.toThrow();
+      expect(await sendMessage(db(), chatId, owner, "next", "queue")).toEqual({ queued: true });
+    });
+    const chat = (await loadChat(db(), chatId))!;
+    expect(seen).toEqual([
+      {
+        chat_id: chatId,
+        snapshot_version: chat.snapshotVersion,
+        history_version: chat.historyVersion,
+        status: "running",
+        runner_id: fence.runnerId,
+        worker_id: workerId,
+        generation_attempt: chat.generationAttempt,
+        retry_state: false,
+      },
+    ]);
+  });
+
+  it("a fenced write notifies nobody: its change goes to the feed once committed, as the row's payload", async () => {
+    const { chatId, fence } = await ownedChat(db());
+    const feed = new MessageFeed();
+    const told: ChatChange[] = [];
+    const unwatch = feed.changes(chatId, (c) => told.push(c));
+    const held = new HeldChat(realClock, 2_000, feed);
+    const seen = await notifiedDuring(async () => {
+      await expect(
+        commitStep(db(), { ...fence, runnerId: randomUUID() }, [answer("x")], held),
+      ).rejects.toThrow();
+      expect(told).toEqual([]);
+      await commitStep(db(), fence, [answer("ok")], held);
+      expect(told).toEqual([await payloadNow(chatId)]);
+      const chat = (await loadChat(db(), chatId))!;
+      await recordRetryState(
+        db(),
+        { ...fence, historyVersion: chat.historyVersion },
+        { attempt: 1, lastError: "boom", delayMs: 10 },
+        held,
+      );
+      expect(told.at(-1)).toEqual(await payloadNow(chatId));
+      expect(told.at(-1)!.retry_state).toBe(true);
+    });
+    unwatch();
+    expect(seen).toEqual([]);
+    expect(told).toHaveLength(2);
   });
 
   it("a message to a busy chat is queued and starts the next turn when this one ends", async () => {

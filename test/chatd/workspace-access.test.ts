@@ -60,7 +60,7 @@ describeDatabases("a workspace its chat's owner may no longer use", (db) => {
     const workspaceId = ws.body.id as string;
     await patchWorkspace(api, workspaceId, { shared: true });
     const startWorker = async () => {
-      const worker = testWorker(db());
+      const worker = testWorker(db(), { buffer: api.buffer, feed: api.feed });
       await worker.start();
       cleanup.push(() => worker.stop());
     };

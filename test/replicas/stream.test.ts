@@ -92,8 +92,14 @@ describe.skipIf(skip)("event stream across replicas", () => {
     expect(others.map((r) => r.workerId)).toContain(newOwnerId);
 
     for (const s of streams) {
+      // The new owner's writes notify nobody: the stream on the other replica hears them through
+      // its relay, up to the end of the turn.
       const events = await s.until(
-        (es) => messages(es).some((m) => m.role === "assistant"),
+        (es) =>
+          messages(es).some((m) => m.role === "assistant") &&
+          es.some(
+            (e) => e.event === "status" && (e.data as { status: string }).status === "waiting",
+          ),
         20_000,
       );
       expect(events.filter((e) => e.event === "error")).toEqual([]);

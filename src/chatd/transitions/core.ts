@@ -44,6 +44,20 @@ export function changePayloadSql(alias: string): string {
     'retry_state', ${alias}.retry_state IS NOT NULL)::text`;
 }
 
+/** The change of a chat row, as changePayloadSql builds it: for a change told without a notification. */
+export function changeOf(chat: Chat): ChatChange {
+  return {
+    chat_id: chat.id,
+    snapshot_version: chat.snapshotVersion,
+    history_version: chat.historyVersion,
+    status: chat.status,
+    runner_id: chat.runnerId,
+    worker_id: chat.workerId,
+    generation_attempt: chat.generationAttempt,
+    retry_state: chat.retryState !== null,
+  };
+}
+
 /**
  * Sends the chat's change notification (delivered when the transaction commits); answers the
  * chat row it was built from.

@@ -1,10 +1,12 @@
 // A worker's fenced transition as one statement (CHATD.md 3): the UPDATE that bumps
 // snapshot_version locks the chat row and checks the fence in its WHERE; the messages go in
 // from the locked row (so their IDs still increase within the chat); more writes ride along as
-// CTEs; the change notification is sent from the new row. A statement is its own transaction:
-// atomic, one round trip, delivered notification only if it commits, and nothing written when
-// the fence fails. transition() (core.ts) stays for the transitions that decide in TypeScript
-// under the lock (finishing a turn, an interruption, the API's).
+// CTEs. A statement is its own transaction: atomic, one round trip, and nothing written when the
+// fence fails. It sends no notification: only the owner writes it, and the owner tells whoever
+// follows the chat once it committed (message-feed.ts: this replica's streams, and through them
+// the relays of other replicas' streams), so no replica's listening connection wakes for it.
+// transition() (core.ts) stays for the transitions that decide in TypeScript under the lock
+// (finishing a turn, an interruption, the API's), and notifies.
 
 import {
   ChatNotFoundError,
@@ -16,13 +18,13 @@ import {
 } from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
 import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
-import { CHAT_CHANNEL, changePayloadSql, loadChat } from "./core.ts";
+import { loadChat } from "./core.ts";
 import { insertMessagesSql, messageRecord } from "./message-rows.ts";
 
 export interface FencedChange {
   /** Messages to insert: history moves (history_version, generation_attempt 0, no retry state). */
   messages?: NewMessage[];
-  /** More of the chat row to set (SQL of `chats`' columns; parameters `$9` on, from `params`). */
+  /** More of the chat row to set (SQL of `chats`' columns; parameters `$8` on, from `params`). */
   set?: string;
   /** More statements, as CTEs that may read `c` (the chat's new row): `name AS (...)`. */
   ctes?: string[];
@@ -99,7 +101,6 @@ export async function fencedWriteIf(
     fence.status,
     fence.historyVersion,
     fence.generationAttempt ?? null,
-    CHAT_CHANNEL,
     JSON.stringify(records),
     ...(change.params ?? []),
   ];
@@ -112,16 +113,14 @@ export async function fencedWriteIf(
          AND history_version = $5
          AND ($6::int IS NULL OR generation_attempt = $6::int)${change.where ? ` AND (${change.where})` : ""}
        RETURNING *)`,
-    `m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })}
+    `m AS (${insertMessagesSql({ chatId: "c.id", records: "$7", from: "c" })}
        RETURNING id, created_at)`,
-    `n AS (SELECT pg_notify($7, ${changePayloadSql("c")}) FROM c)`,
     ...(change.ctes ?? []),
     ...parts.flatMap((x) => x.ctes),
   ];
   const r = await q.query(
     `WITH ${ctes.join(",\n")}
-     SELECT c.*, (SELECT count(*) FROM n) AS notified,
-       (SELECT array_agg(id::text ORDER BY id) FROM m) AS message_ids,
+     SELECT c.*, (SELECT array_agg(id::text ORDER BY id) FROM m) AS message_ids,
        (SELECT array_agg(created_at ORDER BY id) FROM m) AS message_times
        ${answers.map((a) => `, ${a}`).join("")}
      FROM c`,

@@ -15,7 +15,7 @@ import type { ChatMessage } from "../messages.ts";
 import { loadSnapshot, type ContextSnapshot, type KeptSnapshot } from "../prompt/context.ts";
 import type { WorkspaceAccess } from "../workspace-access.ts";
 import type { ClaimedStart } from "./claim.ts";
-import type { ChatChange } from "./core.ts";
+import { changeOf, type ChatChange } from "./core.ts";
 import type { Written } from "./fenced.ts";
 
 /** How long a held chat row is used before it is read again. */
@@ -48,8 +48,9 @@ export class HeldChat {
   ) {}
 
   /**
-   * A fenced write that may move history is under way: answers its end, called with what it
-   * wrote once it committed (the feed then has its messages), or without when it failed.
+   * A fenced write is under way: answers its end, called with what it wrote once it committed
+   * (the feed then has its messages, and tells its change: a fenced write sends no
+   * notification), or without when it wrote nothing.
    */
   committing(fence: Fence): (w?: Written) => void {
     const end = this.feed?.committing(fence.chatId);
@@ -59,6 +60,7 @@ export class HeldChat {
         w && w.messages.length > 0
           ? { before: fence.historyVersion, after: w.chat.historyVersion, messages: w.messages }
           : undefined,
+        w && changeOf(w.chat),
       );
   }
 

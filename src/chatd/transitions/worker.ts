@@ -80,8 +80,9 @@ async function write(
   change: FencedChange,
   held: HeldChat | undefined,
 ): Promise<Written> {
-  // A write that moves history gives its messages to this replica's streams once committed.
-  const committed = change.messages?.length ? held?.committing(fence) : undefined;
+  // Once committed, the write's change (and messages) go to whoever follows the chat: it sends
+  // no notification (fenced.ts).
+  const committed = held?.committing(fence);
   try {
     const w = await fencedWrite(db, fence, change);
     held?.wrote(w, change.nextAttempt);
@@ -196,9 +197,9 @@ export async function recordRetryState(
     fence,
     {
       set: `retry_state = jsonb_build_object(
-         'status', status, 'history_version', history_version::text, 'attempt', $9::int,
-         'last_error', $10::text,
-         'next_attempt_at', to_jsonb(now() + make_interval(secs => $11::float8 / 1000)))`,
+         'status', status, 'history_version', history_version::text, 'attempt', $8::int,
+         'last_error', $9::text,
+         'next_attempt_at', to_jsonb(now() + make_interval(secs => $10::float8 / 1000)))`,
       params: [state.attempt, storableText(state.lastError), Math.max(0, state.delayMs)],
     },
     held,
@@ -226,12 +227,12 @@ async function endTurnIfIdle(
 ): Promise<Written | undefined> {
   const seen = held?.chat?.snapshotVersion;
   if (seen === undefined) return undefined;
-  const committed = messages.length > 0 ? held?.committing(fence) : undefined;
+  const committed = held?.committing(fence);
   const w = await fencedWriteIf(db, fence, {
     ...stepChange(messages, o),
     // A message insert clears the retry state itself.
     set: `status = 'waiting', worker_id = NULL, runner_id = NULL${messages.length > 0 ? "" : ", retry_state = NULL"}`,
-    where: `snapshot_version = $9 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
+    where: `snapshot_version = $8 AND NOT EXISTS (SELECT 1 FROM chat_queued_messages q WHERE q.chat_id = chats.id)`,
     ctes: ["h AS (DELETE FROM chat_heartbeats WHERE chat_id IN (SELECT id FROM c))"],
     params: [seen],
   }).catch((err: unknown) => {
