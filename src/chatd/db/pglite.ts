@@ -7,6 +7,7 @@ import {
   TransactionAbortedError as PgliteTransactionAbortedError,
 } from "@electric-sql/pglite";
 import { statement, toDatabaseError } from "./errors.ts";
+import { PglitePrepared } from "./pglite-prepared.ts";
 import { assertNotInTransaction, inTransactionScope } from "./scope.ts";
 import type { Database, Queryable, QueryResult, Row } from "./types.ts";
 import {
@@ -67,10 +68,12 @@ class PgliteDriver implements PgliteDatabase {
   readonly kind = "pglite";
   readonly #pg: PGlite;
   readonly #onError: (err: unknown) => void;
+  readonly #prepared: PglitePrepared;
   #closed = false;
 
   constructor(pg: PGlite, onError: (err: unknown) => void) {
     this.#pg = pg;
+    this.#prepared = new PglitePrepared(pg);
     this.#onError = onError;
   }
 
@@ -79,7 +82,22 @@ class PgliteDriver implements PgliteDatabase {
     params?: readonly unknown[],
   ): Promise<QueryResult<R>> {
     this.#check("query");
-    const res = await statement(this.#pg.query<R>(sql, toParams(params)));
+    const values = toParams(params);
+    const pg = this.#pg;
+    // As PGlite's query(): after any transaction in progress, then exclusively; synced after.
+    const res =
+      (await statement(
+        this.#prepared.run<R>(
+          sql,
+          values,
+          async (fn) => {
+            const r = await pg._runExclusiveTransaction(() => pg.runExclusive(fn));
+            await pg.syncToFs();
+            return r;
+          },
+          false,
+        ),
+      )) ?? (await statement(pg.query<R>(sql, values)));
     return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
   }
 
@@ -96,7 +114,12 @@ class PgliteDriver implements PgliteDatabase {
         const tx: Queryable = {
           query: async <R extends Row = Row>(sql: string, params?: readonly unknown[]) => {
             if (!open) throw closedTransactionError();
-            const res = await statement(ptx.query<R>(sql, toParams(params)));
+            const values = toParams(params);
+            // Inside the transaction, which holds its mutex: the query mutex only.
+            const res =
+              (await statement(
+                this.#prepared.run<R>(sql, values, (fn) => this.#pg.runExclusive(fn), true),
+              )) ?? (await statement(ptx.query<R>(sql, values)));
             return { rows: res.rows, affectedRows: res.affectedRows ?? 0 };
           },
           exec: async (sql: string) => {

@@ -38,14 +38,7 @@ export interface PostgresOptions {
 export async function openPostgres(o: PostgresOptions): Promise<Database> {
   if (o.schema !== undefined) assertIdentifier("schema", o.schema);
   const onError = o.onError ?? ((err: unknown) => console.error("tether db:", err));
-  const settings: Record<string, string> = {
-    ...SESSION_SETTINGS,
-    // The statements are prepared once per connection (prepared.ts); by default Postgres plans
-    // each of the first five executions again, and keeps doing so for a statement whose generic
-    // plan looks costlier. Planning a transition's CTE at bind took 0.52 ms against 0.40 ms of
-    // execution; its generic plan executes as fast, and bind takes 0.08 ms (bench:turn's log).
-    plan_cache_mode: "force_generic_plan",
-  };
+  const settings: Record<string, string> = { ...SESSION_SETTINGS };
   if (o.schema !== undefined) settings.search_path = o.schema;
   const config: pg.ClientConfig = {
     connectionString: o.url,
