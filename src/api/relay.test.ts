@@ -225,4 +225,48 @@ describeDatabases("live parts relay", (db) => {
     expect(said(events)).toEqual(["hi", "one", "two", "three"]);
     expect(events.filter((e) => e.event === "error")).toEqual([]);
   });
+
+  it("a stream whose relay cannot reach the owner still shows what the owner commits, read at each retry", async () => {
+    const api = await startTestApi(db(), { replica: { workerId: randomUUID(), secret } });
+    apps.push(api.app);
+    await api.app.listen({ host: "127.0.0.1", port: 0 });
+    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+    const created = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { message: "hi" },
+    });
+    const chatId = created.body.id as string;
+    // The owner is registered at an address where nothing answers (a partition between replicas
+    // that both reach the database).
+    const ownerId = randomUUID();
+    const gone = await createApi({ db: db(), buffer: new StreamBuffer() });
+    const port = ((await gone.listen({ host: "127.0.0.1", port: 0 })) as string).split(":").pop();
+    await gone.close();
+    await registerReplica(db(), ownerId, `http://127.0.0.1:${port}`);
+    const [claim] = await acquire(db(), ownerId, { leaseMs: 60_000, limit: 10 });
+    const sse = await openSse(baseUrl, `/api/v1/chats/${chatId}/stream`, api.memberToken);
+    readers.push(sse);
+    await sse.until((es) => es.some((e) => e.event === "status"));
+    const fence = {
+      chatId,
+      workerId: ownerId,
+      runnerId: claim!.runnerId,
+      status: "running" as const,
+      historyVersion: (await loadChat(db(), chatId))!.historyVersion,
+    };
+    await commitStep(
+      db(),
+      fence,
+      [{ role: "assistant", visibility: "both", content: [{ type: "text", text: "unrelayed" }] }],
+      new HeldChat(realClock, 2_000, new MessageFeed()),
+    );
+    const events = await sse.until((es) =>
+      es.some(
+        (e) =>
+          e.event === "message" &&
+          (e.data as { parts: { text?: string }[] }).parts[0]?.text === "unrelayed",
+      ),
+    );
+    expect(events.filter((e) => e.event === "error")).toEqual([]);
+  });
 });

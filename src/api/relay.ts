@@ -13,7 +13,7 @@ import type { FastifyInstance } from "fastify";
 import type { Database } from "../chatd/db/index.ts";
 import { replicaAddress } from "../chatd/replicas.ts";
 import type { PartEvent } from "../chatd/stream.ts";
-import { loadChat, type ChatChange } from "../chatd/transitions/index.ts";
+import type { ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { REPLICA_SECRET_HEADER } from "./auth.ts";
 import { IdParams, parse } from "./errors.ts";
@@ -73,17 +73,21 @@ export interface OwnerRelayOptions {
   onPart(e: PartEvent): void;
   /** A change the owner committed without a notification. */
   onChange(change: ChatChange): void;
-  /** The owner answered: what it committed before this connection came no other way. */
-  onConnected(): void;
+  /**
+   * The stream reads the chat again and follows its owner (it calls follow()): at each
+   * connection, for what the owner committed before it, and after each failed one.
+   */
+  refresh(): void;
   /** A relay attempt failed (it is tried again); for the log. */
   onError(err: unknown): void;
 }
 
 /**
- * Relays a chat's live parts from the replica that owns it, if that is another one. The
- * stream tells it the owner it read from the database (`follow`); when the connection to the
- * owner ends while the owner is unchanged (it died, it is stopping, or a notification was
- * lost), it reads the owner again after a pause. Parts may come twice (a reconnect replays the
+ * Relays a chat's live parts, and the changes it commits, from the replica that owns it, if that
+ * is another one. The stream tells it the owner it read from the database (`follow`); when the
+ * connection to the owner ends while the owner is unchanged (it died, it is stopping, it cannot
+ * be reached, or a notification was lost), the stream refreshes after a pause, and so reads the
+ * owner again. Parts may come twice (a reconnect replays the
  * episode): the stream drops what it has sent.
  */
 export class OwnerRelay {
@@ -133,10 +137,9 @@ export class OwnerRelay {
       if (this.#closed || this.#owner !== owner) continue;
       await this.#pause(retryMs);
       retryMs = Math.min(retryMs * 2, RELAY_RETRY_MAX_MS);
-      if (this.#owner === owner && !this.#closed) {
-        const chat = await loadChat(this.#o.db, this.#o.chatId).catch(() => undefined);
-        if (chat && this.#owner === owner) this.#owner = chat.workerId;
-      }
+      // What the owner committed meanwhile came no other way (it notifies nobody): the stream
+      // reads it, and follows the owner the chat names now.
+      if (this.#owner === owner && !this.#closed) this.#o.refresh();
     }
   }
 
@@ -161,7 +164,7 @@ export class OwnerRelay {
       throw new Error(`Replica ${owner} at ${address} answered ${res.statusCode} for live parts.`);
     }
     connected();
-    this.#o.onConnected();
+    this.#o.refresh();
     res.setEncoding("utf8");
     let buf = "";
     for await (const chunk of res) {

@@ -294,9 +294,7 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
         secret: ctx.replica.secret,
         onPart: sendPart,
         onChange,
-        // Whatever the owner committed before this connection is read: it was told only to the
-        // relays connected then.
-        onConnected: () => {
+        refresh: () => {
           if (started) void refresh();
         },
         onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
