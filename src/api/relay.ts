@@ -87,8 +87,8 @@ export interface OwnerRelayOptions {
  * is another one. The stream tells it the owner it read from the database (`follow`); when the
  * connection to the owner ends while the owner is unchanged (it died, it is stopping, it cannot
  * be reached, or a notification was lost), the stream refreshes after a pause, and so reads the
- * owner again. Parts may come twice (a reconnect replays the
- * episode): the stream drops what it has sent.
+ * owner again. Parts may come twice (a reconnect replays the episode): the stream drops what it
+ * has sent.
  */
 export class OwnerRelay {
   readonly #o: OwnerRelayOptions;
