@@ -240,7 +240,7 @@ describeDatabases("live parts relay", (db) => {
     // that both reach the database).
     const ownerId = randomUUID();
     const gone = await createApi({ db: db(), buffer: new StreamBuffer() });
-    const port = ((await gone.listen({ host: "127.0.0.1", port: 0 })) as string).split(":").pop();
+    const port = (await gone.listen({ host: "127.0.0.1", port: 0 })).split(":").pop();
     await gone.close();
     await registerReplica(db(), ownerId, `http://127.0.0.1:${port}`);
     const [claim] = await acquire(db(), ownerId, { leaseMs: 60_000, limit: 10 });
