@@ -157,13 +157,17 @@ describe("GET /metrics and the server log", () => {
     expect(scrape.get("tether_model_stream_duration_seconds_sum")).toBeGreaterThan(0);
     expect(scrape.get("tether_interrupt_duration_seconds_count")).toBe(1);
 
+    // The log is written asynchronously: wait for the interrupt's line rather than race it.
+    const interrupted = await until("the interrupt's log line", async () =>
+      server.logLines().find((l) => l.msg === "interrupt committed"),
+    );
     const lines = server.logLines();
     const about = lines.filter((l) => l.tool_call_uuid === uuid);
     expect(about.map((l) => l.msg)).toEqual(["tool call sent", "tool call result committed"]);
     const replica = about[0]!.replica;
     expect(replica).toEqual(expect.any(String));
     for (const l of about) expect(l).toMatchObject({ chat_id: chat.id, replica });
-    expect(lines.find((l) => l.msg === "interrupt committed")).toMatchObject({
+    expect(interrupted).toMatchObject({
       chat_id: chat2.id,
       replica,
     });
