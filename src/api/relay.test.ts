@@ -80,6 +80,19 @@ describeDatabases("live parts relay", (db) => {
     return app;
   };
 
+  /** The replica under test, listening, with a chat created on it: the stream's side. */
+  const streamingReplica = async (workerId = randomUUID()) => {
+    const api = await startTestApi(db(), { replica: { workerId, secret } });
+    apps.push(api.app);
+    await api.app.listen({ host: "127.0.0.1", port: 0 });
+    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+    const created = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: { message: "hi" },
+    });
+    return { api, baseUrl, chatId: created.body.id as string };
+  };
+
   const texts = (events: SseEvent[]) =>
     events
       .filter((e) => e.event === "part")
@@ -90,15 +103,7 @@ describeDatabases("live parts relay", (db) => {
 
   it("a stream on a replica that does not own the chat relays the owner's parts once each, through the owner's restart and on to a new owner", async () => {
     const self = randomUUID();
-    const api = await startTestApi(db(), { replica: { workerId: self, secret } });
-    apps.push(api.app);
-    await api.app.listen({ host: "127.0.0.1", port: 0 });
-    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-    const created = await api.request("POST", "/api/v1/chats", {
-      token: api.memberToken,
-      body: { message: "hi" },
-    });
-    const chatId = created.body.id as string;
+    const { api, baseUrl, chatId } = await streamingReplica(self);
 
     const ownerId = randomUUID();
     const ownerBuffer = new StreamBuffer();
@@ -151,15 +156,7 @@ describeDatabases("live parts relay", (db) => {
   });
 
   it("the owner's fenced writes, which notify nobody, reach a stream on another replica through the relay, and a reconnect shows what it missed", async () => {
-    const api = await startTestApi(db(), { replica: { workerId: randomUUID(), secret } });
-    apps.push(api.app);
-    await api.app.listen({ host: "127.0.0.1", port: 0 });
-    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-    const created = await api.request("POST", "/api/v1/chats", {
-      token: api.memberToken,
-      body: { message: "hi" },
-    });
-    const chatId = created.body.id as string;
+    const { api, baseUrl, chatId } = await streamingReplica();
     const ownerId = randomUUID();
     const ownerBuffer = new StreamBuffer();
     const ownerFeed = new MessageFeed();
@@ -227,15 +224,7 @@ describeDatabases("live parts relay", (db) => {
   });
 
   it("a stream whose relay cannot reach the owner still shows what the owner commits, read at each retry", async () => {
-    const api = await startTestApi(db(), { replica: { workerId: randomUUID(), secret } });
-    apps.push(api.app);
-    await api.app.listen({ host: "127.0.0.1", port: 0 });
-    const baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-    const created = await api.request("POST", "/api/v1/chats", {
-      token: api.memberToken,
-      body: { message: "hi" },
-    });
-    const chatId = created.body.id as string;
+    const { api, baseUrl, chatId } = await streamingReplica();
     // The owner is registered at an address where nothing answers (a partition between replicas
     // that both reach the database).
     const ownerId = randomUUID();
