@@ -6,7 +6,8 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { api, resolveToken } from "./chat.ts";
+import { api } from "./chat-client.ts";
+import { resolveToken } from "./credentials.ts";
 
 /** Files larger than this are refused (a template is text: Terraform files and scripts). */
 const MAX_FILE_BYTES = 256 * 1024;

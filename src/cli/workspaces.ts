@@ -4,7 +4,8 @@
 // runs with its agent connected, or its build failed.
 
 import { Command, InvalidArgumentError } from "commander";
-import { api, findWorkspaceId, resolveToken } from "./chat.ts";
+import { api } from "./chat-client.ts";
+import { findWorkspaceId, resolveToken } from "./credentials.ts";
 
 /** How often `--wait` reads the workspace. */
 const WAIT_POLL_MS = 500;
