@@ -66,7 +66,7 @@ async function inMemoryTurn(): Promise<number[]> {
   for (let i = 1; ; i++) {
     const t0 = performance.now();
     const result = streamText({
-      model: model(),
+      model: await model(),
       messages,
       tools: toolDeclarations(),
       maxRetries: 0,
@@ -169,7 +169,7 @@ async function durableTurnsOf(
     "INSERT INTO model_configs (id, provider, model, base_url) VALUES ($1, 'openai-compatible', 'fake-model', $2)",
     [modelId, fake.url],
   );
-  const m = model();
+  const m = await model();
   const counted = new CountingDatabase(db);
   const worker = new Worker({
     db: counted,

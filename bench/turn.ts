@@ -102,7 +102,7 @@ async function xactCommit(name: string): Promise<number> {
 
 // A turn: one execute of `true`, then text once its result is in the conversation.
 const fake = await startFakeModel(1);
-const model = createLanguageModel({
+const model = await createLanguageModel({
   provider: "openai-compatible",
   model: "fake-model",
   baseUrl: fake.url,

@@ -292,7 +292,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       const key = `${c.id} ${c.updated_at.toISOString()}`;
       let m = models.get(key);
       if (!m) {
-        m = createLanguageModel({
+        m = await createLanguageModel({
           provider: c.provider as ProviderName,
           model: c.model,
           ...(c.base_url && { baseUrl: c.base_url }),

@@ -49,16 +49,19 @@ describe("createLanguageModel", () => {
     ["openai", "gpt-5", /^openai\./],
     ["google", "gemini-2.5-pro", /^google\./],
     ["bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0", /^amazon-bedrock$/],
-  ])("each provider gives a v3 model with its provider and model ID, offline: %s", (p, m, id) => {
-    const model = createLanguageModel({ provider: p, model: m }, {});
-    expect(model.specificationVersion).toBe("v3");
-    expect(model.provider).toMatch(id);
-    expect(model.modelId).toBe(m);
-    expect(fetchSpy).not.toHaveBeenCalled();
-  });
+  ])(
+    "each provider gives a v3 model with its provider and model ID, offline: %s",
+    async (p, m, id) => {
+      const model = await createLanguageModel({ provider: p, model: m }, {});
+      expect(model.specificationVersion).toBe("v3");
+      expect(model.provider).toMatch(id);
+      expect(model.modelId).toBe(m);
+      expect(fetchSpy).not.toHaveBeenCalled();
+    },
+  );
 
-  it("openai-compatible takes its base URL", () => {
-    const model = createLanguageModel(
+  it("openai-compatible takes its base URL", async () => {
+    const model = await createLanguageModel(
       { provider: "openai-compatible", model: "qwen", baseUrl: "http://127.0.0.1:1/v1" },
       {},
     );
@@ -67,14 +70,14 @@ describe("createLanguageModel", () => {
     expect(fetchSpy).not.toHaveBeenCalled();
   });
 
-  it("openai-compatible without a base URL is a clear error naming the flag", () => {
-    expect(() => createLanguageModel({ provider: "openai-compatible", model: "qwen" }, {})).toThrow(
-      /needs a base URL: pass --model-base-url/,
-    );
+  it("openai-compatible without a base URL is a clear error naming the flag", async () => {
+    await expect(
+      createLanguageModel({ provider: "openai-compatible", model: "qwen" }, {}),
+    ).rejects.toThrow(/needs a base URL: pass --model-base-url/);
   });
 
-  it("demo gives the offline demo model", () => {
-    const model = createLanguageModel({ provider: "demo", model: "demo" }, {});
+  it("demo gives the offline demo model", async () => {
+    const model = await createLanguageModel({ provider: "demo", model: "demo" }, {});
     expect([model.provider, model.modelId]).toEqual([DEMO_PROVIDER, DEMO_MODEL_ID]);
   });
 });

@@ -1,12 +1,9 @@
 // The provider registry: turns a model spec (`anthropic:<model>`, ..., `demo`) into an AI SDK
 // language model. Creating a model never touches the network; keys are read from the config,
-// then TETHER_MODEL_API_KEY, then the provider's own environment variable, in that order.
+// then TETHER_MODEL_API_KEY, then the provider's own environment variable, in that order. A
+// provider's package is loaded when its first model is made: a server runs one or two of the
+// five, and loading them all took ~150 ms of every start.
 
-import { createAmazonBedrock } from "@ai-sdk/amazon-bedrock";
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createGoogleGenerativeAI } from "@ai-sdk/google";
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { createDemoModel } from "./demo.ts";
 
@@ -115,26 +112,27 @@ function nonEmpty(value: string | undefined): string | undefined {
 }
 
 /**
- * Creates the language model for a config. No request is made until the model is called.
+ * Creates the language model for a config, loading its provider's package the first time. No
+ * request is made until the model is called.
  * An absent key is left to the provider, which reads its usual environment variable
  * (ANTHROPIC_API_KEY, OPENAI_API_KEY, GOOGLE_GENERATIVE_AI_API_KEY, the AWS chain).
  */
-export function createLanguageModel(
+export async function createLanguageModel(
   config: LanguageModelConfig,
   env: NodeJS.ProcessEnv = process.env,
-): LanguageModel {
+): Promise<LanguageModel> {
   const apiKey = nonEmpty(config.apiKey) ?? nonEmpty(env[TETHER_MODEL_API_KEY]);
   const baseURL = nonEmpty(config.baseUrl);
   const settings = { ...(apiKey && { apiKey }), ...(baseURL && { baseURL }) };
   switch (config.provider) {
     case "anthropic":
-      return createAnthropic(settings)(config.model);
+      return (await import("@ai-sdk/anthropic")).createAnthropic(settings)(config.model);
     case "openai":
-      return createOpenAI(settings)(config.model);
+      return (await import("@ai-sdk/openai")).createOpenAI(settings)(config.model);
     case "google":
-      return createGoogleGenerativeAI(settings)(config.model);
+      return (await import("@ai-sdk/google")).createGoogleGenerativeAI(settings)(config.model);
     case "bedrock":
-      return createAmazonBedrock(settings)(config.model);
+      return (await import("@ai-sdk/amazon-bedrock")).createAmazonBedrock(settings)(config.model);
     case "openai-compatible": {
       if (baseURL === undefined) {
         throw new ModelSpecError(
@@ -143,6 +141,7 @@ export function createLanguageModel(
         );
       }
       // includeUsage asks the server for token counts at the end of the stream.
+      const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
       return createOpenAICompatible({
         name: "openai-compatible",
         baseURL,

@@ -198,7 +198,7 @@ describeDatabases("text the database cannot store", (db) => {
   it("the demo model's `$ printf` of a NUL byte ends waiting with the result", async () => {
     const { setup } = await env(db, {
       resolveModel: async () => ({
-        model: createLanguageModel({ provider: "demo", model: "demo" }),
+        model: await createLanguageModel({ provider: "demo", model: "demo" }),
         prices: { inputPerMtokMicros: 0, outputPerMtokMicros: 0 },
       }),
     });

@@ -70,7 +70,7 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
       }>("SELECT * FROM model_configs WHERE id = $1", [chat.modelConfigId]);
       const c = r.rows[0]!;
       return {
-        model: createLanguageModel({
+        model: await createLanguageModel({
           provider: c.provider,
           model: "fake-model",
           baseUrl: c.base_url,

@@ -105,7 +105,7 @@ describe("fake OpenAI-compatible provider", () => {
 
   it("the registry's openai-compatible model asks for usage and gets it", async () => {
     fake.script({ text: "ok", usage: { prompt_tokens: 5, completion_tokens: 1 } });
-    const registryModel = createLanguageModel(
+    const registryModel = await createLanguageModel(
       { provider: "openai-compatible", model: "local", baseUrl: fake.url },
       {},
     );
@@ -255,7 +255,7 @@ describe("the Responses API, through the real openai provider", () => {
     fake.respond((req) => ({
       text: `results: ${req.messages.filter((m) => m.role === "tool").length}`,
     }));
-    const first = streamText({ model: responsesModel(), prompt: "read /a", tools: TOOLS });
+    const first = streamText({ model: await responsesModel(), prompt: "read /a", tools: TOOLS });
     expect(await first.text).toBe("Looking now.");
     const calls = await first.toolCalls;
     expect(calls.map((c) => [c.toolCallId, c.toolName, c.input])).toEqual([
@@ -263,7 +263,7 @@ describe("the Responses API, through the real openai provider", () => {
     ]);
     expect((await first.usage).outputTokens).toBeGreaterThan(0);
     const second = streamText({
-      model: responsesModel(),
+      model: await responsesModel(),
       messages: [
         { role: "user", content: "read /a" },
         {
@@ -299,7 +299,7 @@ describe("the Responses API, through the real openai provider", () => {
     });
     const abort = new AbortController();
     const result = streamText({
-      model: responsesModel(),
+      model: await responsesModel(),
       prompt: "go",
       tools: TOOLS,
       abortSignal: abort.signal,
