@@ -2,9 +2,13 @@
 // transaction mutex from BEGIN to COMMIT/ROLLBACK, and every db.query, db.exec and LISTEN waits
 // on that mutex, so nothing from another caller ever runs inside someone's transaction.
 
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
 import {
   PGlite,
   TransactionAbortedError as PgliteTransactionAbortedError,
+  type PGliteOptions,
 } from "@electric-sql/pglite";
 import { statement, toDatabaseError } from "./errors.ts";
 import { PglitePrepared } from "./pglite-prepared.ts";
@@ -20,6 +24,32 @@ import {
 } from "./values.ts";
 
 const BYTEA_OID = 17;
+
+/**
+ * Postgres's default of 128 MB of shared buffers is zeroed at every open: ~2 ms per MB, a quarter
+ * of a second of each server start and of each test's database. One connection's working set
+ * (a chat's rows and their indexes) fits in far less; a page outside it is a read of the data
+ * dir's file, which the OS caches.
+ */
+const SHARED_BUFFERS = "32MB";
+
+/** A compiled WebAssembly module (the ES2023 lib has no WebAssembly; Node has). */
+type WasmModule = NonNullable<PGliteOptions["pgliteWasmModule"]>;
+declare const WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> };
+
+let compiled: Promise<WasmModule> | undefined;
+
+/**
+ * PGlite's Postgres as a compiled WebAssembly module, compiled once per process and instantiated
+ * by every open. Left to itself PGlite compiles its 9 MB module at each open, and on Node 20 its
+ * open resolves while that compile still holds V8's background threads: the next turn of the
+ * event loop then waited 0.2–0.35 s on them, on every server start.
+ */
+function postgresModule(): Promise<WasmModule> {
+  const dist = path.dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
+  compiled ??= readFile(path.join(dist, "pglite.wasm")).then((b) => WebAssembly.compile(b));
+  return compiled;
+}
 
 export interface PgliteOptions {
   /** Directory for the data, created on first use; in memory when undefined. */
@@ -42,7 +72,12 @@ export async function openPglite(o: PgliteOptions = {}): Promise<PgliteDatabase>
   if (o.schema !== undefined) assertIdentifier("schema", o.schema);
   let pg: PGlite;
   try {
-    pg = await PGlite.create({ dataDir: o.dataDir, loadDataDir: o.loadDataDir });
+    pg = await PGlite.create({
+      pgliteWasmModule: await postgresModule(),
+      dataDir: o.dataDir,
+      loadDataDir: o.loadDataDir,
+      startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${SHARED_BUFFERS}`],
+    });
   } catch (err) {
     const where = o.dataDir === undefined ? "in memory" : `in ${o.dataDir}`;
     throw new Error(`Could not open the embedded PGlite database ${where}: ${String(err)}`, {
