@@ -2,7 +2,7 @@ import { afterEach, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { ephemeralSecretBox, SLOTS } from "../chatd/secrets/index.ts";
 import { startTestApi, type TestApi } from "../api/test-support.ts";
-import { upsertLocalWorkspace } from "./setup.ts";
+import { ensureDefaultModel, upsertLocalWorkspace } from "./setup.ts";
 
 const secrets = ephemeralSecretBox();
 const AGENT_URL = "http://127.0.0.1:9";
@@ -74,5 +74,42 @@ describeDatabases("the local workspace", (db) => {
     expect(secrets.open(rows[0]!.agent_token as string, SLOTS.agentToken(first.id as string))).toBe(
       "second-token",
     );
+  });
+});
+
+describeDatabases("the default model", (db) => {
+  const defaults = async () =>
+    // xmin: the transaction that wrote the row's version, so an UPDATE of any kind shows.
+    (
+      await db().query<{ id: string; model: string; is_default: boolean; xmin: string }>(
+        "SELECT id, model, is_default, xmin::text FROM model_configs ORDER BY created_at",
+      )
+    ).rows;
+  const demo = { provider: "demo", model: "demo" } as const;
+  const other = { provider: "openai", model: "gpt-5" } as const;
+
+  it("--model makes its row the default; a restart with the same --model writes nothing", async () => {
+    await db().query("DELETE FROM model_configs");
+    await ensureDefaultModel(db(), demo, undefined, true);
+    const [first] = await defaults();
+    expect(first).toMatchObject({ model: "demo", is_default: true });
+    await ensureDefaultModel(db(), demo, undefined, true);
+    expect(await defaults()).toEqual([first]);
+
+    await ensureDefaultModel(db(), other, undefined, true);
+    const rows = await defaults();
+    expect(rows.map((r) => [r.model, r.is_default])).toEqual([
+      ["demo", false],
+      ["gpt-5", true],
+    ]);
+    // Without --model an existing default stays; with it, the earlier row is reused.
+    await ensureDefaultModel(db(), demo, undefined, false);
+    expect((await defaults()).map((r) => r.is_default)).toEqual([false, true]);
+    await ensureDefaultModel(db(), demo, undefined, true);
+    const back = await defaults();
+    expect(back.map((r) => [r.id, r.is_default])).toEqual([
+      [first!.id, true],
+      [rows[1]!.id, false],
+    ]);
   });
 });

@@ -18,12 +18,17 @@ export async function ensureDefaultModel(
   force: boolean,
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    const current = await tx.query("SELECT id FROM model_configs WHERE is_default LIMIT 1");
+    const current = await tx.query<{ id: string }>(
+      "SELECT id FROM model_configs WHERE is_default LIMIT 1",
+    );
     if (current.rows.length > 0 && !force) return;
     const same = await tx.query<{ id: string }>(
       "SELECT id FROM model_configs WHERE provider = $1 AND model = $2 AND base_url IS NOT DISTINCT FROM $3 ORDER BY created_at LIMIT 1",
       [spec.provider, spec.model, baseUrl ?? null],
     );
+    // A restart with the --model that is already the default writes nothing (a write would
+    // fire the config trigger, and a start pays ~0.1 s for the first trigger PGlite runs).
+    if (same.rows[0] !== undefined && same.rows[0].id === current.rows[0]?.id) return;
     const id = same.rows[0]?.id ?? randomUUID();
     await tx.query("UPDATE model_configs SET is_default = false WHERE is_default AND id <> $1", [
       id,
