@@ -390,7 +390,10 @@ export async function runServer(o: ServerOptions): Promise<void> {
   // and the commands it runs get the umask the server was started with, so workspace files are
   // made as the user expects.
   const childUmask = process.umask(0o077);
-  const server = await startServer({ childUmask, ...o, webRoot });
+  const started = startServer({ childUmask, ...o, webRoot });
+  // A stop asked for while the server starts waits for the start, then closes: the default
+  // action would kill it mid-initdb, or leave its local agent running without it.
+  stopOnSignals(async () => (await started).close());
+  const server = await started;
   process.stdout.write(`listening on ${server.url}\n`);
-  stopOnSignals(() => server.close());
 }

@@ -111,6 +111,29 @@ describe("bin/tether server", () => {
     expect(alive(agent.pid)).toBe(false);
   }, 90_000);
 
+  it("a SIGTERM while its first start runs stops it once started: exit 0, agent stopped, data dir usable", async () => {
+    const home = await tempDir();
+    const ws = await tempDir();
+    const data = path.join(home, "data");
+    const first = start(
+      ["server", "--listen", "127.0.0.1:0", "--data-dir", data, "--workspace-dir", ws],
+      home,
+    );
+    // The data dir appears as the start begins; initdb and the agent's start follow.
+    await waitFor("the data dir", () => existsSync(data), 30_000);
+    first.proc.kill("SIGTERM");
+    expect(await first.exit).toBe(0);
+    const agentFile = path.join(data, "local-agent.json");
+    if (existsSync(agentFile)) {
+      const { pid } = JSON.parse(readFileSync(agentFile, "utf8")) as { pid: number };
+      const end = Date.now() + 5_000;
+      while (alive(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(pid)).toBe(false);
+    }
+    const again = await startServer(["--data-dir", data, "--workspace-dir", ws], home);
+    expect((await fetch(new URL("/api/v1/health", again.url))).status).toBe(200);
+  }, 120_000);
+
   it("after SIGKILL of its process group mid-execute, a restart resumes the chat: one process, one result", async () => {
     const fake: FakeProvider = await startFakeProvider();
     cleanups.push(() => fake.close());
