@@ -126,9 +126,7 @@ describe("bin/tether server", () => {
     const agentFile = path.join(data, "local-agent.json");
     if (existsSync(agentFile)) {
       const { pid } = JSON.parse(readFileSync(agentFile, "utf8")) as { pid: number };
-      const end = Date.now() + 5_000;
-      while (alive(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-      expect(alive(pid)).toBe(false);
+      await waitFor("the local agent to stop", () => !alive(pid), 5_000);
     }
     const again = await startServer(["--data-dir", data, "--workspace-dir", ws], home);
     expect((await fetch(new URL("/api/v1/health", again.url))).status).toBe(200);

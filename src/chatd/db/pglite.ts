@@ -46,8 +46,10 @@ let compiled: Promise<WasmModule> | undefined;
  * event loop then waited 0.2–0.35 s on them, on every server start.
  */
 function postgresModule(): Promise<WasmModule> {
-  const dist = path.dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
-  compiled ??= readFile(path.join(dist, "pglite.wasm")).then((b) => WebAssembly.compile(b));
+  if (compiled === undefined) {
+    const dist = path.dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
+    compiled = readFile(path.join(dist, "pglite.wasm")).then((b) => WebAssembly.compile(b));
+  }
   return compiled;
 }
 
