@@ -10,10 +10,13 @@
 // when a build is made.
 
 import { createHash, randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { setTimeout } from "node:timers";
+import vm from "node:vm";
 
 /** The checkout: sources under `src/`, the build under `dist/cli/`. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -36,9 +39,17 @@ const RECIPE = [
  * resolved and loaded hundreds of files (the server's imports: 0.57-0.60 s of CPU -> 0.31-0.36).
  */
 const EXTERNAL = ["@electric-sql/pglite", "pino", "pg", "esbuild", "tsx"];
-/** CommonJS packages bundled into ESM call `require` for Node's modules; this gives them one. */
-const REQUIRE_BANNER =
-  'import { createRequire as __tetherRequire } from "node:module"; const require = __tetherRequire(import.meta.url);';
+/** The bundle: one CommonJS file, so V8 can keep its compiled code (loadBuild). */
+const BUNDLE = "main.cjs";
+/**
+ * When a process that found no usable code cache writes one: late enough that what its start
+ * compiled (a server's, up to its health answer) is in it, from a timer that never holds the
+ * process open, so short commands write none.
+ */
+const CODE_CACHE_AFTER_MS = 3_000;
+/** What sourceImportMeta's replacements use, bound before any source can shadow `require`. */
+const IMPORT_META_BANNER =
+  'const __tetherPath = require("node:path"), __tetherUrl = require("node:url");';
 const out = (root) => path.join(root, "dist", "cli");
 /** Points at the current build: `{ dir, inputs: { [path]: sha256 } }`. */
 const manifestPath = (root) => path.join(out(root), "manifest.json");
@@ -69,15 +80,15 @@ export function freshBuild(root = ROOT) {
     }
     if (sha256(content) !== hash) return undefined;
   }
-  const entry = path.join(out(root), manifest.dir, "main.js");
+  const entry = path.join(out(root), manifest.dir, BUNDLE);
   return existsSync(entry) ? entry : undefined;
 }
 
 /**
- * esbuild keeps `import.meta` of the bundle, which lives in `dist/cli/<hash>/`. The sources
- * find files next to themselves (migrations, the spawner, `web/`, `bin/tether`): in every
- * source file, `import.meta.url` and `import.meta.dirname` become those of the source file,
- * expressed relative to the bundle so a moved checkout still works.
+ * The sources find files next to themselves (migrations, the spawner, `web/`, `bin/tether`):
+ * in every source file, `import.meta.url` and `import.meta.dirname` become those of the source
+ * file, expressed relative to the bundle's `__dirname` (`dist/cli/<hash>/`) so a moved checkout
+ * still works.
  */
 function sourceImportMeta(outDir) {
   return {
@@ -88,12 +99,10 @@ function sourceImportMeta(outDir) {
         if (contents.includes("import.meta")) {
           const rel = path.relative(outDir, args.path).split(path.sep).join("/");
           const relDir = path.relative(outDir, path.dirname(args.path)).split(path.sep).join("/");
+          const inBundleDir = (p) => `__tetherPath.join(__dirname, ${JSON.stringify(p)})`;
           contents = contents
-            .replaceAll("import.meta.url", `new URL(${JSON.stringify(rel)}, import.meta.url).href`)
-            .replaceAll(
-              "import.meta.dirname",
-              `(import.meta.dirname + ${JSON.stringify("/" + relDir)})`,
-            );
+            .replaceAll("import.meta.url", `__tetherUrl.pathToFileURL(${inBundleDir(rel)}).href`)
+            .replaceAll("import.meta.dirname", inBundleDir(relDir));
         }
         return { contents, loader: "ts" };
       });
@@ -114,15 +123,15 @@ export async function buildCli(root = ROOT) {
   try {
     const result = await build({
       absWorkingDir: root,
-      entryPoints: { main: ENTRY },
-      outdir: tmp,
+      entryPoints: [ENTRY],
+      outfile: path.join(tmp, BUNDLE),
       bundle: true,
-      splitting: true, // each command loads only what it imports
-      format: "esm",
+      // A command's modules still run only when it imports them (esbuild's lazy init).
+      format: "cjs",
       platform: "node",
       target: "node20",
       external: EXTERNAL,
-      banner: { js: REQUIRE_BANNER },
+      banner: { js: IMPORT_META_BANNER },
       sourcemap: "linked", // for NODE_OPTIONS=--enable-source-maps
       metafile: true,
       logLevel: "silent",
@@ -147,7 +156,7 @@ export async function buildCli(root = ROOT) {
     await writeFile(manifestTmp, JSON.stringify({ dir, inputs }, null, 1));
     await rename(manifestTmp, manifestPath(root));
     await removeOldBuilds(OUT, dir);
-    return path.join(final, "main.js");
+    return path.join(final, BUNDLE);
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
     throw err;
@@ -169,15 +178,52 @@ async function removeOldBuilds(dir, current) {
 export async function cliEntry(root = ROOT) {
   if (process.env.TETHER_CLI_BUILD === "0") return undefined;
   const fresh = freshBuild(root);
-  if (fresh) return pathToFileURL(fresh).href;
+  if (fresh) return fresh;
   try {
-    return pathToFileURL(await buildCli(root)).href;
+    return await buildCli(root);
   } catch (err) {
     process.stderr.write(
       `tether: could not build the CLI (${err instanceof Error ? err.message : String(err)}); running the sources through tsx\n`,
     );
     return undefined;
   }
+}
+
+/**
+ * Loads a build (a path from cliEntry) and returns its exports. Node 20 keeps no compiled code
+ * between runs, so parsing and compiling the bundle's 5-6 MB took every command 0.1-0.2 s of
+ * CPU; V8's code cache for it (next to the bundle, one per Node version and flags) makes that
+ * a read. A missing or rejected cache is written again (CODE_CACHE_AFTER_MS). With
+ * --enable-source-maps, Node's own loader runs it, so stack traces map to the sources.
+ */
+export function loadBuild(file, { cacheAfterMs = CODE_CACHE_AFTER_MS } = {}) {
+  if (process.sourceMapsEnabled) return createRequire(import.meta.url)(file);
+  const key = sha256([process.version, process.arch, ...process.execArgv].join("\0")).slice(0, 16);
+  const cacheFile = `${file}.${key}.cache`;
+  let cachedData;
+  try {
+    cachedData = readFileSync(cacheFile);
+  } catch {
+    cachedData = undefined;
+  }
+  const source = readFileSync(file, "utf8");
+  // Node's CommonJS wrapper, on the bundle's first line so its line numbers stay right.
+  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
+  const script = new vm.Script(wrapped, { filename: file, cachedData });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file));
+  if (cachedData === undefined || script.cachedDataRejected) {
+    setTimeout(() => {
+      const tmp = `${cacheFile}.${process.pid}-${randomUUID()}`;
+      try {
+        writeFileSync(tmp, script.createCachedData());
+        renameSync(tmp, cacheFile);
+      } catch {
+        rmSync(tmp, { force: true }); // a read-only checkout runs without the cache
+      }
+    }, cacheAfterMs).unref();
+  }
+  return module.exports;
 }
 
 // `node bin/cli-build.mjs` (the prepare script): build now.

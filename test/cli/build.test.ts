@@ -1,18 +1,24 @@
 // The CLI's build (bin/cli-build.mjs) on a checkout of its own: a build runs only while every
 // source it was made from is unchanged, and the sources see their own location in it.
 
-import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript without declarations
-import { buildCli, cliEntry, freshBuild } from "../../bin/cli-build.mjs";
+import { buildCli, cliEntry, freshBuild, loadBuild } from "../../bin/cli-build.mjs";
 
 type Entry = { main(): string; here: string; url: string };
 const build = buildCli as (root: string) => Promise<string>;
 const fresh = freshBuild as (root: string) => string | undefined;
 const entryOf = cliEntry as (root: string) => Promise<string | undefined>;
+const loadEntry = loadBuild as (file: string, o?: { cacheAfterMs?: number }) => Entry;
+
+const execFileP = promisify(execFile);
+const CLI_BUILD = fileURLToPath(new URL("../../bin/cli-build.mjs", import.meta.url));
 
 let root: string;
 
@@ -21,9 +27,8 @@ async function source(file: string, text: string): Promise<void> {
   await writeFile(path.join(root, file), text);
 }
 
-async function load(entry: string): Promise<Entry> {
-  // A query string per load: the module cache would otherwise hand back the first build.
-  return (await import(`${pathToFileURL(entry).href}?${Math.random()}`)) as Entry;
+function load(entry: string): Entry {
+  return loadEntry(entry);
 }
 
 beforeEach(async () => {
@@ -49,15 +54,15 @@ describe("the CLI build", () => {
   it("runs only while every source is unchanged; an edit makes the next start build again", async () => {
     const first = await build(root);
     expect(fresh(root)).toBe(first);
-    expect((await load(first)).main()).toBe("one");
+    expect(load(first).main()).toBe("one");
 
     await source("src/cli/message.ts", 'export const MESSAGE: string = "two";\n');
     expect(fresh(root)).toBeUndefined();
     const next = await entryOf(root);
     expect(next).toBeDefined();
-    expect(next).not.toBe(pathToFileURL(first).href);
-    expect((await load(new URL(next!).pathname)).main()).toBe("two");
-    expect(fresh(root)).toBe(new URL(next!).pathname);
+    expect(next).not.toBe(first);
+    expect(load(next!).main()).toBe("two");
+    expect(fresh(root)).toBe(next);
   });
 
   it("judges by content, not by modification time", async () => {
@@ -80,9 +85,46 @@ describe("the CLI build", () => {
   });
 
   it("sources see their own location through import.meta, not the bundle's", async () => {
-    const entry = await load(await build(root));
+    const entry = load(await build(root));
     expect(path.resolve(entry.here)).toBe(path.join(root, "src/cli"));
     expect(new URL(entry.url).pathname).toBe(path.join(root, "src/cli/main.ts"));
+  });
+
+  it("keeps V8's compiled code next to the build, and a cache it cannot use is made again", async () => {
+    const entry = await build(root);
+    // A process of its own per load: V8 compiles a source it has seen from memory, and reads
+    // no cache for it.
+    const run = async () =>
+      (
+        await execFileP(process.execPath, [
+          "--input-type=module",
+          "-e",
+          `const { loadBuild } = await import(${JSON.stringify(CLI_BUILD)});
+           process.stdout.write(loadBuild(${JSON.stringify(entry)}, { cacheAfterMs: 0 }).main());
+           setTimeout(() => {}, 300);`,
+        ])
+      ).stdout;
+    const caches = async () =>
+      (await readdir(path.dirname(entry))).filter((f) => f.endsWith(".cache"));
+    expect(await caches()).toEqual([]);
+    expect(await run()).toBe("one");
+    const [name, ...more] = await caches();
+    expect(more).toEqual([]);
+    const file = path.join(path.dirname(entry), name!);
+    const made = await readFile(file);
+    expect(made.length).toBeGreaterThan(0);
+    const { ino } = await stat(file);
+
+    // The cache is used, not written again: a write renames a new file into its place.
+    expect(await run()).toBe("one");
+    expect((await stat(file)).ino).toBe(ino);
+
+    // Garbage where the cache was: V8 refuses it, the build still runs, and it is made again.
+    const garbage = Buffer.alloc(made.length, 7);
+    await writeFile(file, garbage);
+    expect(await run()).toBe("one");
+    expect((await readFile(file)).equals(garbage)).toBe(false);
+    expect(await caches()).toEqual([name]); // no temporary file left beside it
   });
 
   it("the manifest names every bundled source with its hash", async () => {
