@@ -15,7 +15,7 @@ type Entry = { main(): string; here: string; url: string };
 const build = buildCli as (root: string) => Promise<string>;
 const fresh = freshBuild as (root: string) => string | undefined;
 const entryOf = cliEntry as (root: string) => Promise<string | undefined>;
-const loadEntry = loadBuild as (file: string, o?: { cacheAfterMs?: number }) => Entry;
+const load = loadBuild as (file: string, o?: { cacheAfterMs?: number }) => Entry;
 
 const execFileP = promisify(execFile);
 const CLI_BUILD = fileURLToPath(new URL("../../bin/cli-build.mjs", import.meta.url));
@@ -25,10 +25,6 @@ let root: string;
 async function source(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(path.join(root, file)), { recursive: true });
   await writeFile(path.join(root, file), text);
-}
-
-function load(entry: string): Entry {
-  return loadEntry(entry);
 }
 
 beforeEach(async () => {
