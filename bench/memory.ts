@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { inject } from "light-my-request";
 import { createAgentServer } from "../src/agent/index.ts";
 import {
   ManualClock,
@@ -45,7 +46,7 @@ async function drive(ids: ChatId[], fromMessage: number, toMessage: number): Pro
         toolCallId: "call_write",
         ageMs: 0,
       });
-      const res = await agent.app.inject({
+      const res = await inject(agent.handle, {
         method: "POST",
         url: `/api/v0/write-file?path=${encodeURIComponent(path.join(dir, `f${i % 100}.txt`))}`,
         headers: { ...headers, "content-type": "application/octet-stream" },

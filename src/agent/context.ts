@@ -5,10 +5,9 @@
 
 import { open, readFile, stat } from "node:fs/promises";
 import path from "node:path";
-import type { FastifyInstance } from "fastify";
 import type { ContextFile, ContextResponse } from "../contract/index.ts";
 import { jsonAnswer } from "./answer.ts";
-import { sendAnswer } from "./toolcalls/middleware.ts";
+import { sendAnswer, type AgentHttp } from "./http-edge.ts";
 
 /** Most bytes of one instruction file that are sent. */
 export const CONTEXT_FILE_MAX_BYTES = 32 * 1024;
@@ -30,9 +29,9 @@ export interface ContextOptions {
   now?: () => Date;
 }
 
-export function registerContextRoute(app: FastifyInstance, o: ContextOptions): void {
-  app.get("/api/v0/context", async (_request, reply) =>
-    sendAnswer(reply, jsonAnswer(200, await readContext(o))),
+export function registerContextRoute(app: AgentHttp, o: ContextOptions): void {
+  app.get("/api/v0/context", async (_request, res) =>
+    sendAnswer(res, jsonAnswer(200, await readContext(o))),
   );
 }
 

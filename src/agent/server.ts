@@ -1,11 +1,10 @@
 // The workspace agent's HTTP server: it mounts the contract's routes (CONTRACT.md 7) on the
-// agent's Fastify instance (http-edge.ts: token auth, origin and content-type refusals, body
-// limits, one error shape), with the tool call middleware on every side-effecting route.
+// agent's HTTP edge (http-edge.ts: token auth, origin and content-type refusals, body limits,
+// one error shape), with the tool call middleware on every side-effecting route.
 
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
-import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import {
   ListDirectoryRequest,
@@ -18,17 +17,19 @@ import {
 } from "../contract/index.ts";
 import { codedAnswer, errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
 import { registerContextRoute } from "./context.ts";
-import { agentFastify, JSON_ROUTE, parseJsonBody, repeatedQuery } from "./http-edge.ts";
+import {
+  AgentHttp,
+  JSON_ROUTE,
+  parseJsonBody,
+  repeatedQuery,
+  sendAnswer,
+  type AgentRawRequest,
+  type AgentResponse,
+} from "./http-edge.ts";
 import * as files from "./files/index.ts";
 import { ProcessManager } from "./processes/index.ts";
 import { cancelRoute } from "./toolcalls/cancel.ts";
-import {
-  requestState,
-  sendAnswer,
-  withToolCalls,
-  type Prepared,
-  type RequestInput,
-} from "./toolcalls/middleware.ts";
+import { withToolCalls, type Prepared, type RequestInput } from "./toolcalls/middleware.ts";
 import { ToolCallStore } from "./toolcalls/store.ts";
 
 export const AGENT_VERSION = "0.1.0";
@@ -52,7 +53,8 @@ export interface AgentServerOptions {
 }
 
 export interface AgentServer {
-  app: FastifyInstance;
+  /** Serves one request: node:http's, or HTTP/2's compatibility request (dial-out). */
+  readonly handle: (req: AgentRawRequest, res: AgentResponse) => void;
   store: ToolCallStore;
   processes: ProcessManager;
   /** Listens and answers the URL it listens on, `http://HOST:PORT`. */
@@ -81,10 +83,7 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
   const startedAtIso = new Date().toISOString();
   const homeDir = o.homeDir ?? os.homedir();
 
-  const app = agentFastify(clock, o.token);
-
-  const bodyOf = (request: FastifyRequest) =>
-    Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  const app = new AgentHttp(clock, o.token);
 
   // ---- processes -----------------------------------------------------------------------
 
@@ -120,106 +119,107 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
       },
     };
   };
-  app.post("/api/v0/processes/start", JSON_ROUTE, withToolCalls(store, startRoute));
+  app.post("/api/v0/processes/start", withToolCalls(store, startRoute), JSON_ROUTE);
 
-  app.get("/api/v0/processes/list", (request, reply) =>
+  app.get("/api/v0/processes/list", (request, res) =>
     sendAnswer(
-      reply,
+      res,
       jsonAnswer(200, {
-        processes: processes.list(requestState(request).chatId, (id, chatId) =>
+        processes: processes.list(request.chatId, (id, chatId) =>
           store.isCurrentProcess(id, chatId),
         ),
       }),
     ),
   );
 
-  app.get<{ Params: { id: string }; Querystring: { wait?: string } }>(
-    "/api/v0/processes/:id/output",
-    async (request, reply) => {
-      const gone = new AbortController();
-      const onClose = () => gone.abort();
-      reply.raw.once("close", onClose);
-      const out = await processes.output(request.params.id, requestState(request).chatId, {
-        wait: request.query.wait === "true",
-        signal: gone.signal,
-      });
-      reply.raw.off("close", onClose);
-      if (gone.signal.aborted) return reply.hijack();
-      return sendAnswer(reply, out ? jsonAnswer(200, out) : notFound(request.params.id));
-    },
-  );
+  app.get("/api/v0/processes/:id/output", async (request, res) => {
+    const id = request.params.id!;
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.once("close", onClose);
+    const out = await processes.output(id, request.chatId, {
+      wait: request.query.wait === "true",
+      signal: gone.signal,
+    });
+    res.off("close", onClose);
+    if (gone.signal.aborted) return; // the client went away: nothing is written
+    sendAnswer(res, out ? jsonAnswer(200, out) : notFound(id));
+  });
 
-  app.post<{ Params: { id: string } }>(
+  app.post(
     "/api/v0/processes/:id/signal",
-    JSON_ROUTE,
-    (request, reply) => {
-      const req = parseJsonBody(bodyOf(request), SignalProcessRequest);
-      if (!req.ok) return sendAnswer(reply, req.answer);
-      const { id } = request.params;
-      const result = processes.signal(id, requestState(request).chatId, req.value.signal);
+    (request, res) => {
+      const req = parseJsonBody(request.body, SignalProcessRequest);
+      if (!req.ok) return sendAnswer(res, req.answer);
+      const id = request.params.id!;
+      const result = processes.signal(id, request.chatId, req.value.signal);
       switch (result) {
         case "ok":
           return sendAnswer(
-            reply,
+            res,
             jsonAnswer(200, { message: `Sent ${req.value.signal} to process "${id}".` }),
           );
         case "not_found":
-          return sendAnswer(reply, notFound(id));
+          return sendAnswer(res, notFound(id));
         case "not_running":
-          return sendAnswer(reply, errorAnswer(409, `Process "${id}" is not running.`));
+          return sendAnswer(res, errorAnswer(409, `Process "${id}" is not running.`));
       }
     },
+    JSON_ROUTE,
   );
 
-  app.post("/api/v0/tool-calls/:id/cancel", JSON_ROUTE, cancelRoute(store, processes));
+  app.post("/api/v0/tool-calls/:id/cancel", cancelRoute(store, processes), JSON_ROUTE);
 
   // ---- files ---------------------------------------------------------------------------
 
   app.post(
     "/api/v0/edit-files",
-    JSON_ROUTE,
     withToolCalls(store, (input) => {
       const req = files.parseEditFilesRequest(input.body);
       if (!req.ok) return reject(req.answer);
       return { kind: "run", run: () => files.applyEdits(req.value) };
     }),
+    JSON_ROUTE,
   );
 
   app.post(
     "/api/v0/write-file",
-    { bodyLimit: WRITE_FILE_BODY_LIMIT_BYTES },
     withToolCalls(store, (input) => {
       const repeated = repeatedQuery(input.query);
       if (repeated) return reject(repeated);
-      const target = files.parseWritePath(input.query.path);
+      const target = files.parseWritePath(single(input.query.path));
       if (!target.ok) return reject(target.answer);
       return { kind: "run", run: () => files.writeFile(target.value, input.body) };
     }),
+    { bodyLimit: WRITE_FILE_BODY_LIMIT_BYTES },
   );
 
-  app.get<{ Querystring: Record<string, string | undefined> }>(
-    "/api/v0/read-file",
-    async (request, reply) =>
-      sendAnswer(reply, repeatedQuery(request.query) ?? (await files.readFile(request.query))),
+  app.get("/api/v0/read-file", async (request, res) =>
+    sendAnswer(res, repeatedQuery(request.query) ?? (await files.readFile(singles(request.query)))),
   );
 
-  app.get<{ Querystring: Record<string, string | undefined> }>(
-    "/api/v0/read-file-lines",
-    async (request, reply) =>
-      sendAnswer(reply, repeatedQuery(request.query) ?? (await files.readFileLines(request.query))),
+  app.get("/api/v0/read-file-lines", async (request, res) =>
+    sendAnswer(
+      res,
+      repeatedQuery(request.query) ?? (await files.readFileLines(singles(request.query))),
+    ),
   );
 
-  app.post("/api/v0/list-directory", JSON_ROUTE, async (request, reply) => {
-    const req = parseJsonBody(bodyOf(request), ListDirectoryRequest);
-    if (!req.ok) return sendAnswer(reply, req.answer);
-    return sendAnswer(reply, await files.listDirectory(req.value, homeDir));
-  });
+  app.post(
+    "/api/v0/list-directory",
+    async (request, res) => {
+      const req = parseJsonBody(request.body, ListDirectoryRequest);
+      if (!req.ok) return sendAnswer(res, req.answer);
+      return sendAnswer(res, await files.listDirectory(req.value, homeDir));
+    },
+    JSON_ROUTE,
+  );
 
   registerContextRoute(app, { dir, homeDir, env: o.env ?? process.env });
 
-  app.get("/api/v0/info", (_request, reply) =>
+  app.get("/api/v0/info", (_request, res) =>
     sendAnswer(
-      reply,
+      res,
       jsonAnswer(200, {
         version: AGENT_VERSION,
         api_version: AGENT_API_VERSION,
@@ -230,20 +230,11 @@ export async function createAgentServer(o: AgentServerOptions): Promise<AgentSer
     ),
   );
 
-  await app.ready();
-
   return {
-    app,
+    handle: app.handle,
     store,
     processes,
-    async listen(host, port) {
-      await app.listen({ host, port });
-      const addr = app.server.address();
-      if (addr === null || typeof addr === "string")
-        throw new Error("The agent is not listening on TCP.");
-      const h = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-      return `http://${h}:${addr.port}`;
-    },
+    listen: (host, port) => app.listen(host, port),
     async close() {
       await processes.closeAll();
       await app.close();
@@ -259,6 +250,15 @@ function nulField(v: { command?: string; workdir?: string; env?: Record<string, 
     if (k.includes("\0") || value.includes("\0")) return `env.${JSON.stringify(k)}`;
   }
   return undefined;
+}
+
+/** A query parameter's one value (repeatedQuery has refused repeats). */
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function singles(query: Record<string, string | string[] | undefined>) {
+  return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, single(v)]));
 }
 
 function notFound(id: string): Answer {

@@ -35,7 +35,7 @@ export async function runDialoutAgent(o: DialoutAgentOptions): Promise<void> {
   const dial = dialOut({
     serverUrl: o.server,
     token,
-    handler: (req, res) => agent.app.routing(req as never, res as never),
+    handler: agent.handle,
     uptimeMs: () => realClock.now() - agent.store.startedAt,
     ...(o.reconnectMinMs !== undefined && { retryMinMs: o.reconnectMinMs }),
     ...(o.reconnectMaxMs !== undefined && { retryMaxMs: o.reconnectMaxMs }),

@@ -72,7 +72,7 @@ export async function startTestAgent(
     const front = await startDialoutFront({ token: "dial-token" });
     const dial = await dialFront(front, {
       token: "dial-token",
-      handler: (req, res) => server.app.routing(req as never, res as never),
+      handler: server.handle,
       uptimeMs: () => clock.now() - server.store.startedAt,
     });
     const client = new AgentClient({

@@ -3,7 +3,6 @@
 // is answered with its recorded response, and a running process is stopped only by the
 // run-age rule, so work past its deadline and background work are never killed.
 
-import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   assertNever,
   parseToolCallHeaders,
@@ -12,7 +11,13 @@ import {
   type ToolCallProcess,
 } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer } from "../answer.ts";
-import { distinctHeaders, requestState, sendAnswer, waitForRecord } from "./middleware.ts";
+import {
+  distinctHeaders,
+  sendAnswer,
+  type AgentRequest,
+  type AgentResponse,
+} from "../http-edge.ts";
+import { waitForRecord } from "./middleware.ts";
 import { contextFor, type ToolCallStore } from "./store.ts";
 
 /** Stops the process a tool call started, under the run-age rule. */
@@ -51,14 +56,15 @@ export function parseStopThreshold(
 }
 
 export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
-  return async (request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply) => {
-    const { enteredAt, chatId } = requestState(request);
+  return async (request: AgentRequest, res: AgentResponse): Promise<void> => {
+    const { enteredAt, chatId } = request;
+    const pathId = request.params.id!;
     const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
     switch (parsed.kind) {
       case "none":
-        return sendAnswer(reply, errorAnswer(400, "Cancel requires the tool call headers."));
+        return sendAnswer(res, errorAnswer(400, "Cancel requires the tool call headers."));
       case "error":
-        return sendAnswer(reply, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
+        return sendAnswer(res, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
       case "tool_call":
         break;
       default:
@@ -66,24 +72,22 @@ export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
     }
     if (chatId === undefined) {
       return sendAnswer(
-        reply,
+        res,
         errorAnswer(400, "Tool call headers require the Coder-Chat-Id header."),
       );
     }
-    const threshold = parseStopThreshold(
-      Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0),
-    );
-    if (!threshold.ok) return sendAnswer(reply, errorAnswer(400, threshold.detail));
+    const threshold = parseStopThreshold(request.body);
+    if (!threshold.ok) return sendAnswer(res, errorAnswer(400, threshold.detail));
     const { messageId, toolCallId, ageMs } = parsed.headers;
     const key = { chatId, messageId, toolCallId };
     const { uuid } = contextFor(key);
-    if (request.params.id.toLowerCase() !== uuid) {
+    if (pathId.toLowerCase() !== uuid) {
       return sendAnswer(
-        reply,
+        res,
         errorAnswer(
           400,
           "The tool call ID in the path does not match the tool call headers.",
-          `expected ${uuid} from Coder-Chat-Id and the tool call headers, got ${request.params.id}`,
+          `expected ${uuid} from Coder-Chat-Id and the tool call headers, got ${pathId}`,
         ),
       );
     }
@@ -91,10 +95,10 @@ export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
     const decision = store.beginCancel(key, ageMs, enteredAt);
     switch (decision.kind) {
       case "refused":
-        return sendAnswer(reply, jsonAnswer(409, toolCallErrorBody(decision.code)));
+        return sendAnswer(res, jsonAnswer(409, toolCallErrorBody(decision.code)));
       case "never_started":
         return sendAnswer(
-          reply,
+          res,
           jsonAnswer(200, { started: false } satisfies CancelToolCallResponse),
         );
       case "started":
@@ -103,28 +107,22 @@ export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
         return assertNever(decision);
     }
     const { record } = decision;
-    const recorded = await waitForRecord(record, reply);
-    if (recorded === undefined) {
-      reply.hijack();
-      return undefined;
-    }
+    const recorded = await waitForRecord(record, request, res);
+    if (recorded === undefined) return; // the client went away: nothing is written
     const gone = new AbortController();
     const onClose = () => {
-      if (!reply.raw.writableEnded) gone.abort();
+      if (!res.writableEnded) gone.abort();
     };
-    reply.raw.once("close", onClose);
+    res.once("close", onClose);
     let process: ToolCallProcess | undefined;
     try {
       process = await stopper.stopToolCallProcess(uuid, threshold.ms, gone.signal);
     } catch {
       process = undefined;
     } finally {
-      reply.raw.off("close", onClose);
+      res.off("close", onClose);
     }
-    if (gone.signal.aborted) {
-      reply.hijack();
-      return undefined;
-    }
+    if (gone.signal.aborted) return;
     const answer: CancelToolCallResponse = {
       started: true,
       status_code: recorded.status,
@@ -132,6 +130,6 @@ export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
       body: recorded.body.toString("base64"),
     };
     if (process) answer.process = process;
-    return sendAnswer(reply, jsonAnswer(200, answer), store.clock.now() - record.createdAt);
+    sendAnswer(res, jsonAnswer(200, answer), store.clock.now() - record.createdAt);
   };
 }

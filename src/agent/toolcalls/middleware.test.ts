@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock, RUN_AGE_HEADER } from "../../contract/index.ts";
 import { headerValues, rawRequest } from "../../../test/support/http.ts";
 import { newChat, tcHeaders, tcUuid, type TestToolCall } from "../../../test/support/toolcall.ts";
 import { jsonAnswer, type Answer } from "../answer.ts";
-import { agentFastify } from "../http-edge.ts";
+import { AgentHttp, type AgentRequest, type AgentResponse } from "../http-edge.ts";
 import { cancelRoute } from "./cancel.ts";
 import { inputHash, waitForRecord, withToolCalls, type RequestInput } from "./middleware.ts";
 import { ToolCallRecord, ToolCallStore, type ToolCallContext } from "./store.ts";
@@ -20,14 +21,10 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
   const clock = new ManualClock();
   const store = new ToolCallStore(clock);
   clock.advance(60_000);
-  const app = agentFastify(clock);
+  const app = new AgentHttp(clock);
   const runs: Seen[] = [];
   const gates: (() => void)[] = [];
-  let sends = 0;
-  app.addHook("onSend", (_request, _reply, payload, done) => {
-    sends++;
-    done(null, payload);
-  });
+  const heads: { mock: { calls: unknown[] } }[] = [];
   // One handler on two paths and two methods: they all share the tool call's record.
   const handler = withToolCalls(store, (input) => ({
     kind: "run",
@@ -38,7 +35,8 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
       return o.run ? o.run(seen) : jsonAnswer(200, { n: runs.length });
     },
   }));
-  app.route({ method: ["POST", "PUT"], url: "/act", handler });
+  app.route("POST", "/act", handler);
+  app.route("PUT", "/act", handler);
   app.post("/act2", handler);
   // The cancel route, with a stopper that reports no process (the call started none).
   const stops: string[] = [];
@@ -51,18 +49,38 @@ async function harness(o: { gated?: boolean; run?: (seen: Seen) => Promise<Answe
       },
     }),
   );
-  const url = await app.listen({ host: "127.0.0.1", port: 0 });
-  apps.push(app);
+  // Every answer written, counted as its head is written (even to a client that left).
+  const server = http.createServer((req, res) => {
+    heads.push(vi.spyOn(res, "writeHead"));
+    app.handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const release = async () => {
     await until(() => gates.length > 0);
     gates.shift()!();
   };
-  return { clock, store, app, url, runs, release, stops, sends: () => sends };
+  return {
+    clock,
+    store,
+    app,
+    url,
+    runs,
+    release,
+    stops,
+    sends: () => heads.reduce((n, h) => n + h.mock.calls.length, 0),
+  };
 }
 
-const apps: FastifyInstance[] = [];
+const servers: http.Server[] = [];
 afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
+  await Promise.all(
+    servers.splice(0).map((s) => {
+      s.closeAllConnections();
+      return new Promise((resolve) => s.close(resolve));
+    }),
+  );
 });
 
 async function until(cond: () => boolean, ms = 5_000): Promise<void> {
@@ -283,11 +301,13 @@ describe("tool call middleware", () => {
   it("a published answer wins over a client that went away", async () => {
     const record = new ToolCallRecord("", 0, false);
     record.publish(jsonAnswer(200, { done: true }));
-    const destroyedReply = {
-      raw: { destroyed: true, once: () => undefined, off: () => undefined },
-      request: { raw: { destroyed: true } },
-    } as unknown as FastifyReply;
-    expect((await waitForRecord(record, destroyedReply))?.status).toBe(200);
+    const request = { raw: { destroyed: true } } as unknown as AgentRequest;
+    const res = {
+      destroyed: true,
+      once: () => undefined,
+      off: () => undefined,
+    } as unknown as AgentResponse;
+    expect((await waitForRecord(record, request, res))?.status).toBe(200);
   });
 
   it("a throwing handler is recorded as 500 and never runs again", async () => {

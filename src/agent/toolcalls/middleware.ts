@@ -3,16 +3,14 @@
 // request gets the one recorded answer back — byte for byte, with the run age.
 
 import { createHash } from "node:crypto";
-import type { IncomingMessage } from "node:http";
-import type { FastifyReply, FastifyRequest } from "fastify";
-import {
-  RUN_AGE_HEADER,
-  parseToolCallHeaders,
-  toolCallErrorBody,
-  type ChatId,
-  type DistinctHeaders,
-} from "../../contract/index.ts";
+import { parseToolCallHeaders, toolCallErrorBody, type ChatId } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer, type Answer } from "../answer.ts";
+import {
+  distinctHeaders,
+  sendAnswer,
+  type AgentRequest,
+  type AgentResponse,
+} from "../http-edge.ts";
 import {
   contextFor,
   type ToolCallContext,
@@ -23,7 +21,7 @@ import {
 /** What a wrapped route sees: the request's exact body bytes, before anything is decided. */
 export interface RequestInput {
   body: Buffer;
-  query: Record<string, string | undefined>;
+  query: AgentRequest["query"];
   chatId: ChatId | undefined;
   /** Store-clock instant the request entered; for a new tool call, the record's `createdAt`. */
   enteredAt: number;
@@ -40,30 +38,6 @@ export type Prepared =
 export type Route = (input: RequestInput) => Prepared;
 
 export const HANDLER_FAILED_MESSAGE = "The tool call handler failed.";
-
-/** Per-request state the agent's hooks fill in before any handler runs. */
-export interface AgentRequestState {
-  enteredAt: number;
-  chatId: ChatId | undefined;
-}
-
-/**
- * Header values by lower-case name with repeats kept apart. Node joins repeats in
- * `headers`; `headersDistinct` keeps them, and is rebuilt from `rawHeaders` where a request
- * object lacks it (Fastify's inject).
- */
-export function distinctHeaders(raw: IncomingMessage): DistinctHeaders {
-  if (raw.headersDistinct) return raw.headersDistinct;
-  const out: Record<string, string[]> = {};
-  for (let i = 0; i < raw.rawHeaders.length; i += 2) {
-    (out[raw.rawHeaders[i]!.toLowerCase()] ??= []).push(raw.rawHeaders[i + 1]!);
-  }
-  return out;
-}
-
-export function requestState(request: FastifyRequest): AgentRequestState {
-  return (request as unknown as { agent: AgentRequestState }).agent;
-}
 
 /**
  * SHA-256 over method, raw path, raw query and body (the strings as UTF-8), each preceded by
@@ -106,14 +80,14 @@ export async function runAndPublish(
  */
 export async function waitForRecord(
   record: ToolCallRecord,
-  reply: FastifyReply,
+  request: AgentRequest,
+  res: AgentResponse,
 ): Promise<Answer | undefined> {
   if (record.result) return record.result;
-  const res = reply.raw;
   let onClose!: () => void;
   const gone = new Promise<undefined>((resolve) => {
     onClose = () => resolve(undefined);
-    if (res.destroyed || reply.request.raw.destroyed) resolve(undefined);
+    if (res.destroyed || request.raw.destroyed) resolve(undefined);
     res.once("close", onClose);
   });
   try {
@@ -124,37 +98,24 @@ export async function waitForRecord(
   }
 }
 
-export function sendAnswer(reply: FastifyReply, answer: Answer, runAgeMs?: number): FastifyReply {
-  reply.code(answer.status);
-  if (answer.contentType !== "") reply.header("content-type", answer.contentType);
-  if (runAgeMs !== undefined)
-    reply.header(RUN_AGE_HEADER, String(Math.max(0, Math.floor(runAgeMs))));
-  return reply.send(answer.body);
-}
-
 /** Wraps a side-effecting route's handler in the tool call middleware. */
 export function withToolCalls(store: ToolCallStore, route: Route) {
-  return async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): Promise<FastifyReply | undefined> => {
-    const { enteredAt, chatId } = requestState(request);
-    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const query = request.query as Record<string, string | undefined>;
+  return async (request: AgentRequest, res: AgentResponse): Promise<void> => {
+    const { enteredAt, chatId, body, query } = request;
     const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
     if (parsed.kind === "error") {
-      return sendAnswer(reply, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
+      return sendAnswer(res, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
     }
     if (parsed.kind === "tool_call" && chatId === undefined) {
       return sendAnswer(
-        reply,
+        res,
         errorAnswer(400, "Tool call headers require the Coder-Chat-Id header."),
       );
     }
     const prepared = route({ body, query, chatId, enteredAt });
-    if (prepared.kind === "answer") return sendAnswer(reply, prepared.answer);
+    if (prepared.kind === "answer") return sendAnswer(res, prepared.answer);
     if (parsed.kind === "none" || chatId === undefined) {
-      return sendAnswer(reply, await prepared.run(undefined));
+      return sendAnswer(res, await prepared.run(undefined));
     }
     const { messageId, toolCallId, ageMs } = parsed.headers;
     const key = { chatId, messageId, toolCallId };
@@ -165,18 +126,15 @@ export function withToolCalls(store: ToolCallStore, route: Route) {
       enteredAt,
     );
     if (decision.kind === "refused") {
-      return sendAnswer(reply, jsonAnswer(409, toolCallErrorBody(decision.code)));
+      return sendAnswer(res, jsonAnswer(409, toolCallErrorBody(decision.code)));
     }
     const { record } = decision;
     if (decision.kind === "run") {
       // The run belongs to the tool call, not to this request: it goes on if the client leaves.
       void runAndPublish(record, prepared.run, contextFor(key));
     }
-    const answer = await waitForRecord(record, reply);
-    if (answer === undefined) {
-      reply.hijack();
-      return undefined;
-    }
-    return sendAnswer(reply, answer, store.clock.now() - record.createdAt);
+    const answer = await waitForRecord(record, request, res);
+    if (answer === undefined) return; // the client went away: nothing is written
+    sendAnswer(res, answer, store.clock.now() - record.createdAt);
   };
 }
