@@ -310,6 +310,19 @@ describe("tool call middleware", () => {
     expect((await waitForRecord(record, request, res))?.status).toBe(200);
   });
 
+  it("an answer with no Content-Type is sent and replayed without one, its bytes exact", async () => {
+    const h = await harness({
+      run: () => Promise.resolve({ status: 201, contentType: "", body: Buffer.from([0, 255]) }),
+    });
+    const tc = { chatId: newChat(), message: 2, id: "c" };
+    for (const res of [await call(h.url, tc), await call(h.url, tc)]) {
+      expect(res.status).toBe(201);
+      expect(headerValues(res, "content-type")).toEqual([]);
+      expect([...res.body]).toEqual([0, 255]);
+    }
+    expect(h.runs).toHaveLength(1);
+  });
+
   it("a throwing handler is recorded as 500 and never runs again", async () => {
     const h = await harness({
       run: () => Promise.reject(new Error("boom")),
