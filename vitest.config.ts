@@ -15,7 +15,7 @@ const UNIT = [
   "src/agent/files/**/*.test.ts",
   "src/agent/toolcalls/**/*.test.ts",
   "src/agent/dialout.test.ts",
-  "src/agent/http-edge.test.ts",
+  "src/agent/http-router.test.ts",
   "src/agent/processes/output.test.ts",
   "src/api/web.test.ts",
   "src/chatd/audit-tool-calls.test.ts",

@@ -7,7 +7,8 @@ import { open, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { ContextFile, ContextResponse } from "../contract/index.ts";
 import { jsonAnswer } from "./answer.ts";
-import { sendAnswer, type AgentHttp } from "./http-edge.ts";
+import { sendAnswer } from "./http-edge.ts";
+import type { AgentHttp } from "./http-router.ts";
 
 /** Most bytes of one instruction file that are sent. */
 export const CONTEXT_FILE_MAX_BYTES = 32 * 1024;

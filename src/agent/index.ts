@@ -7,5 +7,5 @@ export {
   type AgentServer,
   type AgentServerOptions,
 } from "./server.ts";
-export { JSON_BODY_LIMIT_BYTES } from "./http-edge.ts";
+export { JSON_BODY_LIMIT_BYTES } from "./http-router.ts";
 export { AGE_MARGIN_MS, ToolCallStore } from "./toolcalls/store.ts";

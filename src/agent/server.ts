@@ -1,6 +1,7 @@
 // The workspace agent's HTTP server: it mounts the contract's routes (CONTRACT.md 7) on the
-// agent's HTTP edge (http-edge.ts: token auth, origin and content-type refusals, body limits,
-// one error shape), with the tool call middleware on every side-effecting route.
+// agent's router (http-router.ts: body limits, one error shape; http-edge.ts: token auth,
+// origin and content-type refusals), with the tool call middleware on every side-effecting
+// route.
 
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -18,14 +19,13 @@ import {
 import { codedAnswer, errorAnswer, jsonAnswer, type Answer } from "./answer.ts";
 import { registerContextRoute } from "./context.ts";
 import {
-  AgentHttp,
-  JSON_ROUTE,
   parseJsonBody,
   repeatedQuery,
   sendAnswer,
   type AgentRawRequest,
   type AgentResponse,
 } from "./http-edge.ts";
+import { AgentHttp, JSON_ROUTE } from "./http-router.ts";
 import * as files from "./files/index.ts";
 import { ProcessManager } from "./processes/index.ts";
 import { cancelRoute } from "./toolcalls/cancel.ts";

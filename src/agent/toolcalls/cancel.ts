@@ -11,12 +11,8 @@ import {
   type ToolCallProcess,
 } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer } from "../answer.ts";
-import {
-  distinctHeaders,
-  sendAnswer,
-  type AgentRequest,
-  type AgentResponse,
-} from "../http-edge.ts";
+import { sendAnswer, type AgentResponse } from "../http-edge.ts";
+import type { AgentRequest } from "../http-router.ts";
 import { waitForRecord } from "./middleware.ts";
 import { contextFor, type ToolCallStore } from "./store.ts";
 
@@ -59,7 +55,7 @@ export function cancelRoute(store: ToolCallStore, stopper: ProcessStopper) {
   return async (request: AgentRequest, res: AgentResponse): Promise<void> => {
     const { enteredAt, chatId } = request;
     const pathId = request.params.id!;
-    const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
+    const parsed = parseToolCallHeaders(request.headers);
     switch (parsed.kind) {
       case "none":
         return sendAnswer(res, errorAnswer(400, "Cancel requires the tool call headers."));

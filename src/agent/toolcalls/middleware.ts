@@ -5,12 +5,8 @@
 import { createHash } from "node:crypto";
 import { parseToolCallHeaders, toolCallErrorBody, type ChatId } from "../../contract/index.ts";
 import { errorAnswer, jsonAnswer, type Answer } from "../answer.ts";
-import {
-  distinctHeaders,
-  sendAnswer,
-  type AgentRequest,
-  type AgentResponse,
-} from "../http-edge.ts";
+import { sendAnswer, type AgentResponse } from "../http-edge.ts";
+import type { AgentRequest } from "../http-router.ts";
 import {
   contextFor,
   type ToolCallContext,
@@ -102,7 +98,7 @@ export async function waitForRecord(
 export function withToolCalls(store: ToolCallStore, route: Route) {
   return async (request: AgentRequest, res: AgentResponse): Promise<void> => {
     const { enteredAt, chatId, body, query } = request;
-    const parsed = parseToolCallHeaders(distinctHeaders(request.raw));
+    const parsed = parseToolCallHeaders(request.headers);
     if (parsed.kind === "error") {
       return sendAnswer(res, errorAnswer(400, "Invalid tool call headers.", parsed.detail));
     }
@@ -121,7 +117,7 @@ export function withToolCalls(store: ToolCallStore, route: Route) {
     const key = { chatId, messageId, toolCallId };
     const decision = store.beginRun(
       key,
-      inputHash(request.method, request.raw.url ?? "", body),
+      inputHash(request.method, request.url, body),
       ageMs,
       enteredAt,
     );

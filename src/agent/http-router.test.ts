@@ -1,4 +1,4 @@
-// The agent's HTTP edge on its own: routing, bodies under a limit, a handler that fails, and a
+// The agent's HTTP router on its own: routing, bodies under a limit, a handler that fails, and a
 // close that neither waits on a kept-alive connection nor takes new requests.
 
 import http from "node:http";
@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../contract/index.ts";
 import { rawRequest } from "../../test/support/http.ts";
 import { jsonAnswer } from "./answer.ts";
-import { AgentHttp, sendAnswer, type AgentRequest } from "./http-edge.ts";
+import { sendAnswer } from "./http-edge.ts";
+import { AgentHttp, type AgentRequest } from "./http-router.ts";
 
 const edges: AgentHttp[] = [];
 afterEach(async () => {
@@ -36,7 +37,7 @@ function keptAliveGet(url: string, agent: http.Agent) {
   });
 }
 
-describe("the agent's HTTP edge", () => {
+describe("the agent's HTTP router", () => {
   it("routes by method and path, decodes parameters and queries, and hands on the body's bytes", async () => {
     const { url, seen } = await edge((app, seen) => {
       app.post("/things/:id/poke", (request, res) => {
