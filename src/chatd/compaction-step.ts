@@ -2,7 +2,7 @@
 // snapshot for the step (kept with the first step that uses it), and compacting the
 // conversation into a boundary message (docs/prompt.md).
 
-import { streamText } from "ai";
+import { streamStep } from "../model/index.ts";
 import { costMicros } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { Queryable } from "./db/index.ts";
@@ -206,27 +206,19 @@ async function summarize(
   request: ReturnType<typeof compactionRequest>,
   signal: AbortSignal,
 ): Promise<{ summary: string; usage: { inputTokens: number; outputTokens: number } }> {
-  const result = streamText({
-    model: resolved.model,
+  const stream = streamStep(resolved.model, {
     system: request.system,
     messages: request.messages,
     abortSignal: signal,
-    maxRetries: 0,
-    onError: () => undefined,
   });
   let summary = "";
   let usage = { inputTokens: 0, outputTokens: 0 };
-  for await (const p of result.fullStream) {
+  for await (const p of stream) {
     if (p.type === "text-delta") summary += p.text;
     else if (p.type === "finish")
-      usage = {
-        inputTokens: p.totalUsage.inputTokens ?? 0,
-        outputTokens: p.totalUsage.outputTokens ?? 0,
-      };
-    else if (p.type === "error")
-      throw p.error instanceof Error ? p.error : new Error(String(p.error));
+      usage = { inputTokens: p.usage.inputTokens ?? 0, outputTokens: p.usage.outputTokens ?? 0 };
   }
-  // A stream cut off by our own abort ends with an `abort` part: it holds no summary.
+  // A signal that aborted as the stream ended: what it holds is not the summary.
   signal.throwIfAborted();
   return { summary, usage };
 }

@@ -4,9 +4,9 @@
 // so the runner starts the next task, which decides again; a stale task's commit fails its
 // fence and writes nothing.
 
-import { streamText, type LanguageModel } from "ai";
 import type { Logger } from "pino";
-import type { AgentClient, Clock } from "../contract/index.ts";
+import { assertNever, type AgentClient, type Clock } from "../contract/index.ts";
+import { streamStep, type LanguageModel } from "../model/index.ts";
 import { batchStartWithCalls, runBatch } from "./batch-run.ts";
 import { startedWith } from "./batch-start.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
@@ -191,20 +191,15 @@ async function streamModelStep(
   const opened = deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
   try {
-    const result = streamText({
-      model,
+    let usage = { inputTokens: 0, outputTokens: 0 };
+    let promptTokens = 0;
+    const stream = streamStep(model, {
       system: systemPrompt(snapshot),
       messages: toModelMessages(history),
       tools: toolDeclarations(),
       abortSignal: signal,
-      // The worker retries (and honours Retry-After); the SDK's default onError would print the
-      // whole error, the prompt in it, to the console.
-      maxRetries: 0,
-      onError: () => undefined,
     });
-    let usage = { inputTokens: 0, outputTokens: 0 };
-    let promptTokens = 0;
-    for await (const p of result.fullStream) {
+    for await (const p of stream) {
       switch (p.type) {
         case "text-delta":
           parts.text(p.text);
@@ -222,19 +217,17 @@ async function streamModelStep(
         }
         case "finish":
           usage = {
-            inputTokens: p.totalUsage.inputTokens ?? 0,
-            outputTokens: p.totalUsage.outputTokens ?? 0,
+            inputTokens: p.usage.inputTokens ?? 0,
+            outputTokens: p.usage.outputTokens ?? 0,
           };
-          promptTokens = promptTokensOf(p.totalUsage);
+          promptTokens = promptTokensOf(p.usage);
           break;
-        case "error":
-          throw p.error instanceof Error ? p.error : new Error(String(p.error));
         default:
-          break;
+          assertNever(p);
       }
     }
-    // A stream cut off by our own abort (a stop, an attempt timeout, a stale task) ends with an
-    // `abort` part rather than an error: what it holds is not the model's answer.
+    // A step whose signal aborted (a stop, an attempt timeout, a stale task) as it ended is not
+    // the model's answer, even when the stream ran to its end.
     signal.throwIfAborted();
     const runtimeMs = deps.clock.now() - opened;
     const content = parts.parts();

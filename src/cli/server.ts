@@ -4,7 +4,6 @@
 
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import type { LanguageModel } from "ai";
 import type { DestinationStream } from "pino";
 import { createApi } from "../api/index.ts";
 import type { Clock } from "../contract/index.ts";
@@ -34,6 +33,7 @@ import {
   knownContextLimit,
   defaultModelSpec,
   parseModelSpec,
+  type LanguageModel,
   type ProviderName,
 } from "../model/index.ts";
 import { parseListen } from "./listen.ts";

@@ -1,6 +1,6 @@
 // The `demo` model: an offline LanguageModelV3 that answers from the prompt alone (demo-reply.ts).
 // It streams the same parts a real provider does (stream-start, text, tool input, tool-call,
-// finish with usage), so everything downstream of `streamText` runs exactly as in production.
+// finish with usage), so everything downstream of the provider runs exactly as in production.
 
 import { randomBytes } from "node:crypto";
 import type {

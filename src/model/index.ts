@@ -16,3 +16,4 @@ export {
 export { createDemoModel, DEMO_MODEL_ID, DEMO_PROVIDER, type DemoModelOptions } from "./demo.ts";
 export { DEMO_HELP_TEXT } from "./demo-reply.ts";
 export { knownContextLimit } from "./limits.ts";
+export { streamStep, type StepPart, type StepRequest } from "./step.ts";

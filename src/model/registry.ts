@@ -7,7 +7,7 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { createDemoModel } from "./demo.ts";
 
-/** A model as the AI SDK's `streamText` takes it (interface version 3). */
+/** A model as the AI SDK's providers make it (interface version 3): what streamStep calls. */
 export type LanguageModel = LanguageModelV3;
 
 /** The providers a spec may name, in the order the docs list them. */

@@ -1,4 +1,4 @@
-// History → the AI SDK's model messages (the system prompt, system.ts, goes in streamText's
+// History → the AI SDK's model messages (the system prompt, system.ts, goes in the step's
 // `system`). Only what the model should see goes in: messages visible to the model, from the
 // latest compaction boundary on (its summary first), without usage records (CHATD.md 9).
 
