@@ -81,30 +81,39 @@ export async function* streamStep(
       ...(r.tools && { tools: await providerTools(r.tools), toolChoice: { type: "auto" } }),
       abortSignal: r.abortSignal,
     });
-    for await (const p of stream) {
-      switch (p.type) {
-        case "text-delta":
-          yield { type: "text-delta", text: p.delta };
-          break;
-        case "reasoning-delta":
-          yield { type: "reasoning-delta", text: p.delta };
-          break;
-        case "tool-call":
-          yield {
-            type: "tool-call",
-            toolCallId: p.toolCallId,
-            toolName: p.toolName,
-            input: toolInput(p.input),
-          };
-          break;
-        case "finish":
-          yield { type: "finish", usage: asLanguageModelUsage(p.usage) };
-          break;
-        case "error":
-          throw p.error instanceof Error ? p.error : new Error(String(p.error));
-        default:
-          break;
+    // Read by hand: Node's ReadableStream is async-iterable, but not every lib's type says so.
+    const reader = stream.getReader();
+    try {
+      for (;;) {
+        const { done, value: p } = await reader.read();
+        if (done) break;
+        switch (p.type) {
+          case "text-delta":
+            yield { type: "text-delta", text: p.delta };
+            break;
+          case "reasoning-delta":
+            yield { type: "reasoning-delta", text: p.delta };
+            break;
+          case "tool-call":
+            yield {
+              type: "tool-call",
+              toolCallId: p.toolCallId,
+              toolName: p.toolName,
+              input: toolInput(p.input),
+            };
+            break;
+          case "finish":
+            yield { type: "finish", usage: asLanguageModelUsage(p.usage) };
+            break;
+          case "error":
+            throw p.error instanceof Error ? p.error : new Error(String(p.error));
+          default:
+            break;
+        }
       }
+    } finally {
+      // A step left early (an error, a consumer that stopped) closes the provider's response.
+      reader.cancel().catch(() => undefined);
     }
   } catch (err) {
     r.abortSignal.throwIfAborted();
