@@ -8,8 +8,7 @@
 //
 //   npm run bench:step -- --steps 1000 --warmup 100
 
-import type { ModelMessage } from "ai";
-import { streamText } from "ai";
+import { streamText, type ModelMessage } from "ai";
 import { toolDeclarations } from "../src/chatd/tools/index.ts";
 import { createLanguageModel, streamStep } from "../src/model/index.ts";
 import { fmt, numberFlags, startFakeModel, stats } from "./support.ts";

@@ -37,19 +37,22 @@ const HISTORY: ModelMessage[] = [
   },
 ];
 
+/** The parts of one step; `onPart` sees each as it arrives. */
 async function parts(
   messages: ModelMessage[],
-  signal = new AbortController().signal,
+  o: { signal?: AbortSignal; onPart?: (p: StepPart) => void } = {},
 ): Promise<StepPart[]> {
   const out: StepPart[] = [];
-  const m = await model();
-  const s = streamStep(m, {
+  const s = streamStep(await model(), {
     system: "Be brief.",
     messages,
     tools: toolDeclarations(),
-    abortSignal: signal,
+    abortSignal: o.signal ?? new AbortController().signal,
   });
-  for await (const p of s) out.push(p);
+  for await (const p of s) {
+    out.push(p);
+    o.onPart?.(p);
+  }
   return out;
 }
 
@@ -113,18 +116,13 @@ describe("streamStep", () => {
     const ac = new AbortController();
     const reason = new Error("stale task");
     const seen: StepPart[] = [];
-    const err = await (async () => {
-      const s = streamStep(await model(), {
-        system: "",
-        messages: [{ role: "user", content: "go" }],
-        tools: toolDeclarations(),
-        abortSignal: ac.signal,
-      });
-      for await (const p of s) {
+    const err = await parts([{ role: "user", content: "go" }], {
+      signal: ac.signal,
+      onPart: (p) => {
         seen.push(p);
         ac.abort(reason);
-      }
-    })().catch((e: unknown) => e);
+      },
+    }).catch((e: unknown) => e);
     expect(err).toBe(reason);
     expect(seen.length).toBeGreaterThan(0);
   });
