@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Queryable } from "../chatd/db/index.ts";
+import type { ChangePart } from "../chatd/transitions/index.ts";
 import { toStorableText } from "../chatd/storable-text.ts";
 import type { ApiContext } from "./context.ts";
 import { staff } from "./auth.ts";
@@ -63,24 +64,44 @@ export function clientAddress(request: FastifyRequest): string {
   return toStorableText(request.ip.slice(0, 100));
 }
 
+/** The entry's column values, with the request's client address and user agent. */
+function auditRow(request: FastifyRequest, e: Omit<AuditEntry, "target">): unknown[] {
+  const agent = request.headers["user-agent"];
+  return [
+    e.userId,
+    e.action,
+    JSON.stringify(e.details ?? {}),
+    clientAddress(request),
+    typeof agent === "string" ? toStorableText(agent.slice(0, 500)) : null,
+  ];
+}
+
 /**
  * Records one entry, with the request's client address and user agent: headers, so made
  * storable (a NUL or an unpaired surrogate becomes U+FFFD) rather than failing the insert.
  */
 export async function audit(q: Queryable, request: FastifyRequest, e: AuditEntry): Promise<void> {
-  const agent = request.headers["user-agent"];
+  const [userId, action, details, ip, agent] = auditRow(request, e);
   await q.query(
     `INSERT INTO audit_log (user_id, action, target, details, ip, user_agent)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [
-      e.userId,
-      e.action,
-      e.target ?? null,
-      JSON.stringify(e.details ?? {}),
-      clientAddress(request),
-      typeof agent === "string" ? toStorableText(agent.slice(0, 500)) : null,
-    ],
+    [userId, action, e.target ?? null, details, ip, agent],
   );
+}
+
+/**
+ * The entry as a write riding along on a chatd statement (ChangePart) whose CTE `c` holds the
+ * row it is about: its target is `c.id`, and it is written only with that row.
+ */
+export function auditPart(request: FastifyRequest, e: Omit<AuditEntry, "target">): ChangePart {
+  const [userId, action, details, ip, agent] = auditRow(request, e);
+  return (p) => ({
+    ctes: [
+      `audited AS (INSERT INTO audit_log (user_id, action, target, details, ip, user_agent)
+       SELECT ${p(userId)}::uuid, ${p(action)}::text, c.id::text, ${p(details)}::jsonb,
+         ${p(ip)}::text, ${p(agent)}::text FROM c)`,
+    ],
+  });
 }
 
 export const AuditQuery = z.object({

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import pino from "pino";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { createApi } from "./app.ts";
@@ -343,6 +344,52 @@ describeDatabases("chats", (db) => {
     expect(messages[1]).toMatchObject({ id: assistant, parts: [call], runtime_ms: 1234 });
     expect(messages[0]).not.toHaveProperty("runtime_ms");
     expect((messages[2]!.parts as { type: string }[]).map((p) => p.type)).toEqual(["tool-result"]);
+  });
+
+  it("a workspace the caller may not use, or a disabled model, is 404 and writes nothing", async () => {
+    const [theirs, shared, disabled] = [randomUUID(), randomUUID(), randomUUID()];
+    await db().query(
+      `INSERT INTO workspaces (id, owner_id, name, agent_url, shared)
+       VALUES ($1, $3, 'theirs', 'http://127.0.0.1:9', false), ($2, $3, 'ours', 'http://127.0.0.1:9', true)`,
+      [theirs, shared, api.adminId],
+    );
+    await db().query(
+      "INSERT INTO model_configs (id, provider, model, enabled) VALUES ($1, 'demo', 'off', false)",
+      [disabled],
+    );
+    const counts = async () =>
+      (
+        await db().query<{ chats: string; audits: string }>(
+          `SELECT (SELECT count(*) FROM chats) AS chats,
+             (SELECT count(*) FROM audit_log WHERE action = 'chat.create') AS audits`,
+        )
+      ).rows[0];
+    const before = await counts();
+    for (const [body, field] of [
+      [{ workspace_id: theirs, message: "go" }, "workspace_id"],
+      [{ workspace_id: theirs }, "workspace_id"],
+      [{ model_id: disabled, message: "go" }, "model_id"],
+    ] as const) {
+      const r = await api.request("POST", "/api/v1/chats", { token: api.memberToken, body });
+      expect(r.status, JSON.stringify(body)).toBe(404);
+      expect(r.body.detail).toContain(field);
+    }
+    expect(await counts()).toEqual(before);
+    // The owner's own unshared workspace, and anyone's shared one, are fine.
+    await createChat(api.adminToken, { workspace_id: theirs, message: "go" });
+    const chat = await createChat(api.memberToken, { workspace_id: shared, message: "go" });
+    expect(chat.workspace_id).toBe(shared);
+    const audited = await db().query(
+      "SELECT user_id, target, details FROM audit_log WHERE action = 'chat.create' AND target = $1",
+      [chat.id],
+    );
+    expect(audited.rows).toEqual([
+      {
+        user_id: api.memberId,
+        target: chat.id,
+        details: { workspace_id: shared, model_id: null, message_bytes: 2 },
+      },
+    ]);
   });
 
   it("bad input is a 400 naming the field; unknown IDs are 404", async () => {

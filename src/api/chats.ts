@@ -6,11 +6,10 @@
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { rowToChat, type Chat } from "../chatd/chats.ts";
-import type { Queryable } from "../chatd/db/index.ts";
+import { ChatRefusedError, rowToChat, type Chat } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import {
-  createChatIn,
+  createChat,
   editMessage,
   interrupt,
   loadChat,
@@ -22,11 +21,11 @@ import {
   type SendResult,
 } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
-import { audit } from "./audit.ts";
+import { audit, auditPart } from "./audit.ts";
 import { caller, isStaff } from "./auth.ts";
 import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
-import { canUseWorkspace, findWorkspace } from "./workspaces.ts";
+import { canUseWorkspace } from "./workspaces.ts";
 import { chatContext } from "./prompt.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
@@ -127,19 +126,19 @@ async function refuseLostWorkspace(ctx: ApiContext, user: User, chat: Chat): Pro
     );
 }
 
+/**
+ * The workspace a new chat names, else the default one if the caller may use it (else none).
+ * A named one is checked by createChat, in its statement.
+ */
 async function resolveWorkspace(
   ctx: ApiContext,
-  q: Queryable,
   user: User,
   id: string | undefined,
 ): Promise<string | null> {
-  if (id !== undefined) {
-    if (!(await findWorkspace(q, user, id))) throw notFound("Workspace", id, "workspace_id");
-    return id;
-  }
+  if (id !== undefined) return id;
   const chosen = (await ctx.defaultWorkspaceId?.()) ?? null;
   if (chosen !== null) return chosen;
-  const r = await q.query(
+  const r = await ctx.db.query(
     "SELECT * FROM workspaces WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
   // The default only for whoever may use it: the local workspace is its owner's.
@@ -147,20 +146,12 @@ async function resolveWorkspace(
   return row && canUseWorkspace(user, row) ? (row.id as string) : null;
 }
 
-async function resolveModel(
-  ctx: ApiContext,
-  q: Queryable,
-  id: string | undefined,
-): Promise<string | null> {
-  if (id !== undefined) {
-    // A disabled model is as good as unknown to a new chat.
-    const r = await q.query("SELECT 1 FROM model_configs WHERE id = $1 AND enabled", [id]);
-    if (r.rows.length === 0) throw notFound("Model config", id, "model_id");
-    return id;
-  }
+/** The model a new chat names (checked by createChat: a disabled one is as good as unknown), else the default. */
+async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {
+  if (id !== undefined) return id;
   const chosen = (await ctx.defaultModelConfigId?.()) ?? null;
   if (chosen !== null) return chosen;
-  const r = await q.query<{ id: string }>(
+  const r = await ctx.db.query<{ id: string }>(
     "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
   return r.rows[0]?.id ?? null;
@@ -176,33 +167,43 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post("/api/v1/chats", async (request, reply) => {
     const { user } = caller(request);
     const body = parse(NewChatBody, request.body ?? {}, "body");
-    // The checks, the chat with its first message, its claim by this replica's worker and the
-    // audit entry: one transaction (reads outside it would each be a transaction of their own).
+    // The chat with its first message, the checks of what it names, its claim by this
+    // replica's worker and the audit entry: one statement (createChat).
+    const workspaceId = await resolveWorkspace(ctx, user, body.workspace_id);
+    const modelConfigId = await resolveModel(ctx, body.model_id);
     const claim = ctx.localClaim?.();
-    const chat = await ctx.db.transaction(async (tx) => {
-      const chat = await createChatIn(
-        tx,
+    let chat: Chat;
+    try {
+      chat = await createChat(
+        ctx.db,
         {
           ownerId: user.id,
-          workspaceId: await resolveWorkspace(ctx, tx, user, body.workspace_id),
-          modelConfigId: await resolveModel(ctx, tx, body.model_id),
+          workspaceId,
+          modelConfigId,
           ...(body.title !== undefined && { title: body.title }),
           ...(body.message !== undefined && { message: body.message }),
+          parts: [
+            auditPart(request, {
+              userId: user.id,
+              action: "chat.create",
+              details: {
+                workspace_id: workspaceId,
+                model_id: modelConfigId,
+                ...(body.message !== undefined && {
+                  message_bytes: Buffer.byteLength(body.message),
+                }),
+              },
+            }),
+          ],
         },
         claim,
       );
-      await audit(tx, request, {
-        userId: user.id,
-        action: "chat.create",
-        target: chat.id,
-        details: {
-          workspace_id: chat.workspaceId,
-          model_id: chat.modelConfigId,
-          ...(body.message !== undefined && { message_bytes: Buffer.byteLength(body.message) }),
-        },
-      });
-      return chat;
-    });
+    } catch (err) {
+      if (!(err instanceof ChatRefusedError)) throw err;
+      throw err.field === "workspace_id"
+        ? notFound("Workspace", err.id, "workspace_id")
+        : notFound("Model config", err.id, "model_id");
+    }
     claim?.committed();
     return reply.code(201).send(chatView(chat));
   });

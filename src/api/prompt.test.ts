@@ -17,7 +17,7 @@ describeDatabases("prompt routes", (db) => {
     agent = await startTestAgent();
     workspaceId = "6f1c1f6e-8c52-4a3a-9a57-0d7f0d7d2f11";
     await db().query(
-      "INSERT INTO workspaces (id, name, agent_url, is_default) VALUES ($1, 'local', $2, true)",
+      "INSERT INTO workspaces (id, name, agent_url, is_default, shared) VALUES ($1, 'local', $2, true, true)",
       [workspaceId, agent.url],
     );
     api = await startTestApi(db(), {

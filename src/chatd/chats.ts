@@ -88,6 +88,24 @@ export class ChatNotFoundError extends Error {
   }
 }
 
+/**
+ * A new chat names what its owner cannot have: a workspace that is not theirs to use (or is
+ * gone), or a model config that is unknown or disabled. Nothing was written.
+ */
+export class ChatRefusedError extends Error {
+  override readonly name = "ChatRefusedError";
+  constructor(
+    readonly field: "workspace_id" | "model_id",
+    readonly id: string,
+  ) {
+    super(
+      field === "workspace_id"
+        ? `Workspace ${id} is not one the chat's owner may use.`
+        : `Model config ${id} is unknown or disabled.`,
+    );
+  }
+}
+
 /** An edit names a message that is not one of the chat's user messages in its history. */
 export class MessageNotEditableError extends Error {
   override readonly name = "MessageNotEditableError";

@@ -13,7 +13,7 @@
 
 import { realClock, type Clock } from "../contract/index.ts";
 import type { ChatMessage } from "./messages.ts";
-import type { ChatChange } from "./transitions/core.ts";
+import type { ChatChange } from "./transitions/change.ts";
 
 /** How long a commit's messages are held for the streams that follow its chat. */
 export const FEED_MS = 5_000;

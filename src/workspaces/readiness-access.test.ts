@@ -18,7 +18,7 @@ afterEach(() => {
 });
 
 describeDatabases("the wait for a template workspace", (db) => {
-  /** A stopped template workspace of user A and a chat of user B on it. */
+  /** A stopped template workspace of user A, shared when B's chat on it was created, then `shared`. */
   async function setup(shared: boolean) {
     const [a, b, templateId, workspaceId] = [
       randomUUID(),
@@ -43,8 +43,8 @@ describeDatabases("the wait for a template workspace", (db) => {
       [templateId],
     );
     await db().query(
-      "INSERT INTO workspaces (id, owner_id, name, template_id, shared) VALUES ($1, $2, 'box', $3, $4)",
-      [workspaceId, a, templateId, shared],
+      "INSERT INTO workspaces (id, owner_id, name, template_id, shared) VALUES ($1, $2, 'box', $3, true)",
+      [workspaceId, a, templateId],
     );
     const chat = await createChat(db(), {
       ownerId: b,
@@ -52,6 +52,7 @@ describeDatabases("the wait for a template workspace", (db) => {
       modelConfigId: null,
       message: "go",
     });
+    await db().query("UPDATE workspaces SET shared = $2 WHERE id = $1", [workspaceId, shared]);
     const fence: Fence = {
       chatId: chat.id,
       workerId: randomUUID(),

@@ -9,7 +9,6 @@ import {
   claimIn,
   commitStep,
   createChat,
-  createChatIn,
   editMessage,
   finishTurn,
   heartbeat,
@@ -26,7 +25,7 @@ import {
 } from "../../src/chatd/transitions/index.ts";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { MessageFeed } from "../../src/chatd/message-feed.ts";
-import { changePayloadSql } from "../../src/chatd/transitions/core.ts";
+import { changePayloadSql } from "../../src/chatd/transitions/change.ts";
 import { HeldChat } from "../../src/chatd/transitions/held.ts";
 import { realClock } from "../../src/contract/index.ts";
 import { describeDatabases } from "../support/db.ts";
@@ -234,25 +233,30 @@ describeDatabases("transitions", (db) => {
     const workerId = randomUUID();
     const claims: Acquired[] = [];
     const local = (): LocalClaim => ({
+      workerId,
       claim: async (tx, chatId) => {
         const c = await claimIn(tx, workerId, chatId);
         if (c) claims.push(c);
         return c?.chat;
       },
+      created: (c) => claims.push(c),
       committed: () => undefined,
     });
-    const seen: ChatChange[] = [];
-    const stop = await db().listen(CHAT_CHANNEL, (p) => seen.push(JSON.parse(p) as ChatChange));
+    // Only this test's chats (each is claimed, even the one rolled back): other test files'
+    // schemas share the Postgres database, and so its channels.
+    const heard: ChatChange[] = [];
+    const ours = () => heard.filter((c) => claims.some((a) => a.chatId === c.chat_id));
+    const stop = await db().listen(CHAT_CHANNEL, (p) => heard.push(JSON.parse(p) as ChatChange));
     const settled = async (n: number) => {
       const end = Date.now() + 3_000;
-      while (seen.length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      while (ours().length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
       await new Promise((r) => setTimeout(r, 100));
     };
     try {
       // A claim in a transaction that fails claims nothing and notifies nothing.
       await expect(
         db().transaction(async (tx) => {
-          await createChatIn(
+          await createChat(
             tx,
             { ownerId: owner, workspaceId: null, modelConfigId: null, message: "no" },
             local(),
@@ -261,7 +265,7 @@ describeDatabases("transitions", (db) => {
         }),
       ).rejects.toThrow("rolled back");
       const chat = await db().transaction((tx) =>
-        createChatIn(
+        createChat(
           tx,
           { ownerId: owner, workspaceId: null, modelConfigId: null, message: "hi" },
           local(),
@@ -274,7 +278,7 @@ describeDatabases("transitions", (db) => {
       expect(claimed.chat.generationAttempt).toBe(1);
       // The claim's notification is the create's, and the only one: it names the owner, so no
       // replica starts an acquisition round for it.
-      expect(seen).toEqual([
+      expect(ours()).toEqual([
         expect.objectContaining({
           chat_id: chat.id,
           runner_id: claimed.runnerId,
@@ -291,7 +295,7 @@ describeDatabases("transitions", (db) => {
       });
       expect(claims.length).toBe(before);
       await settled(2);
-      expect(seen.at(-1)).toMatchObject({ chat_id: chat.id, runner_id: claimed.runnerId });
+      expect(ours().at(-1)).toMatchObject({ chat_id: chat.id, runner_id: claimed.runnerId });
 
       // The turn ends and the queued message runs (the same runner's); then the chat waits, and
       // a message starts the next turn, claimed with it.

@@ -3,7 +3,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
-import { createChatIn, loadHistory } from "../../src/chatd/transitions/index.ts";
+import { createChat, loadHistory } from "../../src/chatd/transitions/index.ts";
 import { until } from "../support/agent.ts";
 import { settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import {
@@ -47,7 +47,7 @@ describeDatabases("worker faults", (db) => {
     fake.script({ text: "claimed here" });
     const claim = worker.localClaim()!;
     const chat = await db().transaction((tx) =>
-      createChatIn(
+      createChat(
         tx,
         {
           ownerId: setup.userId,

@@ -1,51 +1,64 @@
 // The API side's transitions (CHATD.md 3): create a chat, send, edit, take back a queued
-// message, interrupt. Each is one transaction through core.ts's `transition`.
+// message, interrupt. Each is one transaction through core.ts's `transition`, but the creation,
+// which is one statement.
 
 import { randomUUID } from "node:crypto";
-import { MessageNotEditableError, rowToChat, titleOf, type Chat } from "../chats.ts";
+import {
+  ChatRefusedError,
+  MessageNotEditableError,
+  rowToChat,
+  titleOf,
+  type Chat,
+} from "../chats.ts";
 import type { Database, Queryable } from "../db/index.ts";
 import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
 import type { HistoryMove, MessageFeed } from "../message-feed.ts";
+import { INSTRUCTIONS_KEY } from "../prompt/context.ts";
+import { usableBySql } from "../workspace-access.ts";
+import { CHAT_CHANNEL, changePayloadSql } from "./change.ts";
+import { claimCreatedSql, toAcquired } from "./claim.ts";
 import {
   loadChat,
-  notifyOrClaim,
   startTurn,
   transition,
   type LocalClaim,
   type Locked,
   type UserInput,
 } from "./core.ts";
+import type { ChangePart } from "./fenced.ts";
 import { insertMessagesSql, messageRecord } from "./message-rows.ts";
 import { storableParts, storableText } from "./storable.ts";
 
 export interface CreateChatInput {
   ownerId: string;
+  /** A workspace the owner may use (workspace-access.ts usableBy), or none. */
   workspaceId: string | null;
+  /** An enabled model config, or none. */
   modelConfigId: string | null;
   /** Default: the first message's first line ({@link titleOf}), or none without a message. */
   title?: string;
   message?: string;
-}
-
-export async function createChat(db: Database, input: CreateChatInput): Promise<Chat> {
-  return db.transaction((tx) => createChatIn(tx, input));
+  /** Writes riding along on the creating statement (the API's audit entry): they read `c`. */
+  parts?: readonly ChangePart[];
 }
 
 /**
- * Creates the chat inside the caller's transaction `tx` (whatever else it writes commits with
- * it). The insert is the chat's first transition: its row is locked by it, at version 1. With a
- * message the turn starts in the same statement (the chat running at history version 1, its
- * first message in history: what startTurn makes of a chat with no history), and the change is
- * notified (or the chat claimed) on commit.
+ * Creates the chat in one statement, which also checks what the chat names: a workspace its
+ * owner may use and an enabled model (ChatRefusedError, and nothing written, otherwise). The
+ * insert is the chat's first transition, at version 1. With a message the turn starts in the
+ * same statement (the chat running at history version 1, its first message in history: what
+ * startTurn makes of a chat with no history), and the chat is created claimed by `claim`'s
+ * worker (claim.ts claimCreatedSql: its runner starts once this resolves) or its change is
+ * notified.
  */
-export async function createChatIn(
-  tx: Queryable,
+export async function createChat(
+  q: Queryable,
   input: CreateChatInput,
   /** Runs the chat's first turn on this replica (core.ts LocalClaim). */
   claim?: LocalClaim,
 ): Promise<Chat> {
   const started = input.message !== undefined;
-  const values = [
+  const params: unknown[] = [
     randomUUID(),
     input.ownerId,
     input.workspaceId,
@@ -53,25 +66,55 @@ export async function createChatIn(
     storableText(input.title ?? titleOf(input.message ?? "")),
     started ? 1 : 0,
     started ? "running" : "waiting",
+    JSON.stringify(started ? [messageRecord(userMessage(input.message!, input.ownerId))] : []),
   ];
-  const insert = `INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title,
-       snapshot_version, history_version, status)
-     VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING *`;
-  if (input.message === undefined) return rowToChat((await tx.query(insert, values)).rows[0]!);
-  const message: NewMessage = {
-    role: "user",
-    visibility: "both",
-    content: textContent(input.message),
-    createdBy: input.ownerId,
-  };
-  const r = await tx.query(
-    `WITH c AS (${insert}), m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })})
-     SELECT * FROM c`,
-    [...values, JSON.stringify([messageRecord(message)])],
+  const p = (value: unknown): string => `$${params.push(value)}`;
+  const claimed =
+    started && claim
+      ? claimCreatedSql(p(claim.workerId), {
+          channel: p(CHAT_CHANNEL),
+          instructionsKey: p(INSTRUCTIONS_KEY),
+        })
+      : undefined;
+  const notify =
+    started && !claimed
+      ? [`n AS (SELECT pg_notify(${p(CHAT_CHANNEL)}, ${changePayloadSql("c")}) FROM c)`]
+      : [];
+  const parts = (input.parts ?? []).map((part) => part(p));
+  const ctes = [
+    `ok AS (SELECT
+       ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM workspaces w WHERE w.id = $3 AND ${usableBySql("$2", "w")})) AS workspace_ok,
+       ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM model_configs mc WHERE mc.id = $4 AND mc.enabled)) AS model_ok)`,
+    `c AS (INSERT INTO chats (id, owner_id, workspace_id, model_config_id, title,
+         snapshot_version, history_version, status${claimed ? `, ${claimed.insertColumns}` : ""})
+       SELECT $1, $2, $3, $4, $5, 1, $6, $7${claimed ? `, ${claimed.insertValues}` : ""}
+       FROM ok WHERE ok.workspace_ok AND ok.model_ok
+       RETURNING *)`,
+    `m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })} RETURNING *)`,
+    ...(claimed?.ctes ?? []),
+    ...notify,
+    ...parts.flatMap((x) => x.ctes),
+  ];
+  const answers = parts.map((x) => x.answer).filter((a) => a !== undefined);
+  const r = await q.query(
+    `WITH ${ctes.join(",\n")}
+     SELECT ok.workspace_ok, ok.model_ok, ${claimed ? claimed.columns : "c.*"}
+       ${answers.map((a) => `, ${a}`).join("")}
+     FROM ok LEFT JOIN c ON true
+     ${claimed?.joins ?? ""}`,
+    params,
   );
-  const created = rowToChat(r.rows[0]!);
-  const l: Locked = { tx, chat: created, version: created.snapshotVersion, started: true };
-  return notifyOrClaim(l, claim);
+  const row = r.rows[0]!;
+  if (!row.workspace_ok) throw new ChatRefusedError("workspace_id", input.workspaceId!);
+  if (!row.model_ok) throw new ChatRefusedError("model_id", input.modelConfigId!);
+  if (!claimed) return rowToChat(row);
+  const acquired = toAcquired(row);
+  claim!.created(acquired);
+  return acquired.chat;
+}
+
+function userMessage(text: string, userId: string): NewMessage {
+  return { role: "user", visibility: "both", content: textContent(text), createdBy: userId };
 }
 
 export interface SendResult {

@@ -11,7 +11,7 @@ import {
   type KeptSnapshot,
 } from "../prompt/context.ts";
 import { accessOf, accessRowSql, type WorkspaceAccess } from "../workspace-access.ts";
-import { CHAT_CHANNEL, changePayloadSql } from "./core.ts";
+import { CHAT_CHANNEL, changePayloadSql } from "./change.ts";
 
 /**
  * What a claimed chat's runner starts from, read in the claim's statement: its history since
@@ -42,6 +42,37 @@ export interface Acquired {
 }
 
 /**
+ * What a claim statement does for each row of its CTE `claimed` (the chat rows as claimed, with
+ * `previous_worker_id`): the CTEs `lease` and `n` give each its lease and notify its change, and
+ * `columns` and `joins` answer each runner's start (toAcquired) from the history given as
+ * `history` (a messagesJsonSql column) of history version `historyAt`.
+ */
+function claimedSql(p: {
+  channel: string;
+  instructionsKey: string;
+  history: string;
+  historyAt: string;
+}): { ctes: string[]; columns: string; joins: string } {
+  return {
+    ctes: [
+      `lease AS (
+       INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
+       SELECT id, runner_id, now() FROM claimed
+       ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())`,
+      `n AS (SELECT pg_notify(${p.channel}, ${changePayloadSql("claimed")}) FROM claimed)`,
+    ],
+    columns: `claimed.*, (SELECT count(*) FROM n) AS notified,
+       ${p.historyAt} AS history_at, ${p.history} AS history,
+       k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
+       a.disabled AS owner_disabled, a.shared AS workspace_shared,
+       a.owner_id AS workspace_owner_id,
+       (SELECT s.value FROM settings s WHERE s.key = ${p.instructionsKey}) AS instructions`,
+    joins: `LEFT JOIN chat_contexts k ON k.chat_id = claimed.id
+     LEFT JOIN LATERAL (${accessRowSql("claimed.owner_id", "claimed.workspace_id")}) a ON true`,
+  };
+}
+
+/**
  * The claim statement around `claim`, a CTE body that selects and locks the rows to claim (`id`,
  * `previous_worker_id`): each gets a fresh runner ID and lease, its change is notified, and the
  * answer holds each runner's start. The history is read as of the statement's snapshot, with the
@@ -49,6 +80,15 @@ export interface Acquired {
  * runner reads the history itself. `$1` is the worker; `p` names the other parameters.
  */
 function claimSql(claim: string, p: { channel: string; instructionsKey: string }): string {
+  const claimed = claimedSql({
+    ...p,
+    history: messagesJsonSql(
+      "claimed.id",
+      `NOT m.deleted AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
+         WHERE b.chat_id = claimed.id AND b.boundary AND NOT b.deleted), 0)`,
+    ),
+    historyAt: "(SELECT x.history_version FROM chats x WHERE x.id = claimed.id)",
+  });
   return `WITH claim AS (${claim})
      , claimed AS (
        UPDATE chats SET worker_id = $1, runner_id = gen_random_uuid(),
@@ -56,25 +96,35 @@ function claimSql(claim: string, p: { channel: string; instructionsKey: string }
                         generation_attempt = generation_attempt + (status = 'running')::int
        FROM claim WHERE chats.id = claim.id
        RETURNING chats.*, claim.previous_worker_id)
-     , lease AS (
-       INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
-       SELECT id, runner_id, now() FROM claimed
-       ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())
-     , n AS (SELECT pg_notify(${p.channel}, ${changePayloadSql("claimed")}) FROM claimed)
-     SELECT claimed.*, (SELECT count(*) FROM n) AS notified,
-       (SELECT x.history_version FROM chats x WHERE x.id = claimed.id) AS history_at,
-       ${messagesJsonSql(
-         "claimed.id",
-         `NOT m.deleted AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
-            WHERE b.chat_id = claimed.id AND b.boundary AND NOT b.deleted), 0)`,
-       )} AS history,
-       k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
-       a.disabled AS owner_disabled, a.shared AS workspace_shared,
-       a.owner_id AS workspace_owner_id,
-       (SELECT s.value FROM settings s WHERE s.key = ${p.instructionsKey}) AS instructions
+     , ${claimed.ctes.join("\n     , ")}
+     SELECT ${claimed.columns}
      FROM claimed
-     LEFT JOIN chat_contexts k ON k.chat_id = claimed.id
-     LEFT JOIN LATERAL (${accessRowSql("claimed.owner_id", "claimed.workspace_id")}) a ON true`;
+     ${claimed.joins}`;
+}
+
+/**
+ * The claim of a chat as a statement creates it running, for `worker` (an SQL expression):
+ * `insertColumns` and `insertValues` make the insert's row this worker's (a fresh runner, the
+ * attempt of its first model call counted, as a claim counts it); given the statement's CTE
+ * `c`, that insert, and `m`, its messages, `ctes` lease and notify it, and `columns` and
+ * `joins` answer its runner's start (toAcquired), joined to a FROM of one row.
+ */
+export function claimCreatedSql(
+  worker: string,
+  p: { channel: string; instructionsKey: string },
+): { insertColumns: string; insertValues: string; ctes: string[]; columns: string; joins: string } {
+  const claimed = claimedSql({
+    ...p,
+    history: "(SELECT json_agg(m ORDER BY m.id) FROM m)",
+    historyAt: "claimed.history_version",
+  });
+  return {
+    insertColumns: "worker_id, runner_id, generation_attempt",
+    insertValues: `${worker}, gen_random_uuid(), 1`,
+    ctes: ["claimed AS (SELECT c.*, NULL::uuid AS previous_worker_id FROM c)", ...claimed.ctes],
+    columns: claimed.columns,
+    joins: `LEFT JOIN claimed ON true\n     ${claimed.joins}`,
+  };
 }
 
 /**
@@ -129,7 +179,8 @@ export async function claimIn(
   return r.rows.length === 0 ? undefined : toAcquired(r.rows[0]!);
 }
 
-function toAcquired(c: Record<string, unknown>): Acquired {
+/** A claim's answer row as what its runner starts from. */
+export function toAcquired(c: Record<string, unknown>): Acquired {
   const chat = rowToChat(c);
   const history =
     String(c.history_at) === chat.historyVersion ? messagesFromJson(c.history) : undefined;

@@ -13,50 +13,9 @@ import {
   type MessagePart,
   type NewMessage,
 } from "../messages.ts";
+import { CHAT_CHANNEL, changePayloadSql } from "./change.ts";
+import type { Acquired } from "./claim.ts";
 import { insertMessagesSql, messageRecord } from "./message-rows.ts";
-
-/** LISTEN/NOTIFY channel of chat changes; the payload is a JSON {@link ChatChange}. */
-export const CHAT_CHANNEL = "tether_chats";
-
-export interface ChatChange {
-  chat_id: string;
-  snapshot_version: string;
-  history_version: string;
-  status: Chat["status"];
-  runner_id: string | null;
-  // What a chat's event stream shows besides messages, so it need not read the chat for a
-  // change (absent from a payload of an older server: the stream reads the chat then).
-  worker_id?: string | null;
-  generation_attempt?: number;
-  /** Whether a retry state is recorded (the stream reads the chat to show it). */
-  retry_state?: boolean;
-}
-
-/**
- * The change notification's payload, built by the database from the row as `alias` (a table or
- * CTE holding the chat's new row): the same text whatever the statement that sends it.
- */
-export function changePayloadSql(alias: string): string {
-  return `json_build_object('chat_id', ${alias}.id, 'snapshot_version', ${alias}.snapshot_version::text,
-    'history_version', ${alias}.history_version::text, 'status', ${alias}.status,
-    'runner_id', ${alias}.runner_id, 'worker_id', ${alias}.worker_id,
-    'generation_attempt', ${alias}.generation_attempt,
-    'retry_state', ${alias}.retry_state IS NOT NULL)::text`;
-}
-
-/** The change of a chat row, as changePayloadSql builds it: for a change told without a notification. */
-export function changeOf(chat: Chat): ChatChange {
-  return {
-    chat_id: chat.id,
-    snapshot_version: chat.snapshotVersion,
-    history_version: chat.historyVersion,
-    status: chat.status,
-    runner_id: chat.runnerId,
-    worker_id: chat.workerId,
-    generation_attempt: chat.generationAttempt,
-    retry_state: chat.retryState !== null,
-  };
-}
 
 /**
  * Sends the chat's change notification (delivered when the transaction commits); answers the
@@ -94,8 +53,12 @@ export interface Locked {
  * replica learning of a runnable chat and racing to claim it in statements of their own.
  */
 export interface LocalClaim {
+  /** The claiming worker: a chat created running is created as its (claim.ts claimCreatedSql). */
+  readonly workerId: string;
   /** In the transaction: claims the chat if it can; answers its row when it did. */
   claim(tx: Queryable, chatId: string): Promise<Chat | undefined>;
+  /** A chat its transaction claimed as it created it: its runner starts from `acquired`. */
+  created(acquired: Acquired): void;
   /** Once that transaction committed: the claimed chat's runner starts (none: nothing). */
   committed(): void;
 }

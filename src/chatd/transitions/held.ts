@@ -15,7 +15,7 @@ import type { ChatMessage } from "../messages.ts";
 import { loadSnapshot, type ContextSnapshot, type KeptSnapshot } from "../prompt/context.ts";
 import type { WorkspaceAccess } from "../workspace-access.ts";
 import type { ClaimedStart } from "./claim.ts";
-import { changeOf, type ChatChange } from "./core.ts";
+import { changeOf, type ChatChange } from "./change.ts";
 import type { Written } from "./fenced.ts";
 
 /** How long a held chat row is used before it is read again. */

@@ -1,13 +1,7 @@
 // Chat transitions: the shared mechanism (core.ts), the API side (api.ts), the worker side
 // (worker.ts, claim.ts: the leases), and what a runner holds of its chat between tasks (held.ts).
-export {
-  CHAT_CHANNEL,
-  loadChat,
-  loadHistory,
-  loadModelHistory,
-  type ChatChange,
-  type LocalClaim,
-} from "./core.ts";
+export { CHAT_CHANNEL, type ChatChange } from "./change.ts";
+export { loadChat, loadHistory, loadModelHistory, type LocalClaim } from "./core.ts";
 export * from "./api.ts";
 export * from "./worker.ts";
 export { acquire, claimIn, heartbeat, type Acquired, type ClaimedStart } from "./claim.ts";

@@ -137,9 +137,13 @@ export class Worker {
     if (!this.#started || this.#stopped) return undefined;
     let claimed: Acquired | undefined;
     return {
+      workerId: this.id,
       claim: async (tx, chatId) => {
         claimed = await claimIn(tx, this.id, chatId);
         return claimed?.chat;
+      },
+      created: (acquired) => {
+        claimed = acquired;
       },
       committed: () => {
         if (!claimed) return;
