@@ -141,6 +141,35 @@ describeDatabases("transitions", (db) => {
     ]);
   });
 
+  it("a new chat with a message and no local claim is notified once, for any replica to run", async () => {
+    const owner = await user(db());
+    const ids: string[] = [];
+    const seen = await notifiedDuring(async () => {
+      for (const message of ["go", undefined]) {
+        const chat = await createChat(db(), {
+          ownerId: owner,
+          workspaceId: null,
+          modelConfigId: null,
+          ...(message !== undefined && { message }),
+        });
+        ids.push(chat.id);
+      }
+    });
+    // Only this test's chats: other test files' schemas share the Postgres database.
+    expect(seen.filter((c) => ids.includes(c.chat_id))).toEqual([
+      {
+        chat_id: ids[0],
+        snapshot_version: "1",
+        history_version: "1",
+        status: "running",
+        runner_id: null,
+        worker_id: null,
+        generation_attempt: 0,
+        retry_state: false,
+      },
+    ]);
+  });
+
   it("a fenced write notifies nobody: its change goes to the feed once committed, as the row's payload", async () => {
     const { chatId, fence } = await ownedChat(db());
     const feed = new MessageFeed();

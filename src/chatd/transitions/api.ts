@@ -76,10 +76,14 @@ export async function createChat(
           instructionsKey: p(INSTRUCTIONS_KEY),
         })
       : undefined;
+  // A CTE that only reads runs only if the answer reads it: `notified` does.
   const notify =
     started && !claimed
-      ? [`n AS (SELECT pg_notify(${p(CHAT_CHANNEL)}, ${changePayloadSql("c")}) FROM c)`]
-      : [];
+      ? {
+          cte: `n AS (SELECT pg_notify(${p(CHAT_CHANNEL)}, ${changePayloadSql("c")}) FROM c)`,
+          answer: "(SELECT count(*) FROM n) AS notified",
+        }
+      : undefined;
   const parts = (input.parts ?? []).map((part) => part(p));
   const ctes = [
     `ok AS (SELECT
@@ -92,10 +96,10 @@ export async function createChat(
        RETURNING *)`,
     `m AS (${insertMessagesSql({ chatId: "c.id", records: "$8", from: "c" })} RETURNING *)`,
     ...(claimed?.ctes ?? []),
-    ...notify,
+    ...(notify ? [notify.cte] : []),
     ...parts.flatMap((x) => x.ctes),
   ];
-  const answers = parts.map((x) => x.answer).filter((a) => a !== undefined);
+  const answers = [notify?.answer, ...parts.map((x) => x.answer)].filter((a) => a !== undefined);
   const r = await q.query(
     `WITH ${ctes.join(",\n")}
      SELECT ok.workspace_ok, ok.model_ok, ${claimed ? claimed.columns : "c.*"}
