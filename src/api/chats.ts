@@ -146,7 +146,10 @@ async function resolveWorkspace(
   return row && canUseWorkspace(user, row) ? (row.id as string) : null;
 }
 
-/** The model a new chat names (checked by createChat: a disabled one is as good as unknown), else the default. */
+/**
+ * The model a new chat names (checked by createChat: a disabled one is as good as unknown),
+ * else the default.
+ */
 async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<string | null> {
   if (id !== undefined) return id;
   const chosen = (await ctx.defaultModelConfigId?.()) ?? null;

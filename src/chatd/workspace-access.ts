@@ -16,7 +16,10 @@ export function usableBy(userId: string, row: { shared?: unknown; owner_id?: unk
   return row.shared === true || (row.owner_id != null && row.owner_id === userId);
 }
 
-/** The same rule in SQL, for the workspace row `w` (an alias) and the user `userId` (an expression). */
+/**
+ * The same rule in SQL, for the workspace row `w` (an alias) and the user `userId` (an SQL
+ * expression).
+ */
 export function usableBySql(userId: string, w: string): string {
   return `(${w}.shared OR COALESCE(${w}.owner_id = ${userId}, false))`;
 }
