@@ -15,7 +15,7 @@ import type { ChatMessage, MessagePart, NewMessage } from "../messages.ts";
 import type { HistoryMove, MessageFeed } from "../message-feed.ts";
 import { INSTRUCTIONS_KEY } from "../prompt/context.ts";
 import { usableBySql } from "../workspace-access.ts";
-import { CHAT_CHANNEL, changePayloadSql } from "./change.ts";
+import { CHAT_CHANNEL, notifySql } from "./change.ts";
 import { claimCreatedSql, toAcquired } from "./claim.ts";
 import {
   loadChat,
@@ -76,14 +76,7 @@ export async function createChat(
           instructionsKey: p(INSTRUCTIONS_KEY),
         })
       : undefined;
-  // A CTE that only reads runs only if the answer reads it: `notified` does.
-  const notify =
-    started && !claimed
-      ? {
-          cte: `n AS (SELECT pg_notify(${p(CHAT_CHANNEL)}, ${changePayloadSql("c")}) FROM c)`,
-          answer: "(SELECT count(*) FROM n) AS notified",
-        }
-      : undefined;
+  const notify = started && !claimed ? notifySql(p(CHAT_CHANNEL), "c") : undefined;
   const parts = (input.parts ?? []).map((part) => part(p));
   const ctes = [
     `ok AS (SELECT
@@ -111,9 +104,9 @@ export async function createChat(
   const row = r.rows[0]!;
   if (!row.workspace_ok) throw new ChatRefusedError("workspace_id", input.workspaceId!);
   if (!row.model_ok) throw new ChatRefusedError("model_id", input.modelConfigId!);
-  if (!claimed) return rowToChat(row);
+  if (!claimed || !claim) return rowToChat(row);
   const acquired = toAcquired(row);
-  claim!.created(acquired);
+  claim.created(acquired);
   return acquired.chat;
 }
 

@@ -33,6 +33,17 @@ export function changePayloadSql(alias: string): string {
     'retry_state', ${alias}.retry_state IS NOT NULL)::text`;
 }
 
+/**
+ * A CTE `n` that notifies the change of each row of `alias`, and the answer column that makes it
+ * run: a CTE that only reads runs only if the statement's answer reads it.
+ */
+export function notifySql(channel: string, alias: string): { cte: string; answer: string } {
+  return {
+    cte: `n AS (SELECT pg_notify(${channel}, ${changePayloadSql(alias)}) FROM ${alias})`,
+    answer: "(SELECT count(*) FROM n) AS notified",
+  };
+}
+
 /** The change of a chat row, as changePayloadSql builds it: for a change told without a notification. */
 export function changeOf(chat: Chat): ChatChange {
   return {

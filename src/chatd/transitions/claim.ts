@@ -11,7 +11,7 @@ import {
   type KeptSnapshot,
 } from "../prompt/context.ts";
 import { accessOf, accessRowSql, type WorkspaceAccess } from "../workspace-access.ts";
-import { CHAT_CHANNEL, changePayloadSql } from "./change.ts";
+import { CHAT_CHANNEL, notifySql } from "./change.ts";
 
 /**
  * What a claimed chat's runner starts from, read in the claim's statement: its history since
@@ -53,15 +53,16 @@ function claimedSql(p: {
   history: string;
   historyAt: string;
 }): { ctes: string[]; columns: string; joins: string } {
+  const notify = notifySql(p.channel, "claimed");
   return {
     ctes: [
       `lease AS (
        INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
        SELECT id, runner_id, now() FROM claimed
        ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())`,
-      `n AS (SELECT pg_notify(${p.channel}, ${changePayloadSql("claimed")}) FROM claimed)`,
+      notify.cte,
     ],
-    columns: `claimed.*, (SELECT count(*) FROM n) AS notified,
+    columns: `claimed.*, ${notify.answer},
        ${p.historyAt} AS history_at, ${p.history} AS history,
        k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
        a.disabled AS owner_disabled, a.shared AS workspace_shared,

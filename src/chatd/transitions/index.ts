@@ -1,5 +1,6 @@
-// Chat transitions: the shared mechanism (core.ts), the API side (api.ts), the worker side
-// (worker.ts, claim.ts: the leases), and what a runner holds of its chat between tasks (held.ts).
+// Chat transitions: the shared mechanism (core.ts; change.ts, the change notification), the API
+// side (api.ts), the worker side (worker.ts, claim.ts: the leases), and what a runner holds of
+// its chat between tasks (held.ts).
 export { CHAT_CHANNEL, type ChatChange } from "./change.ts";
 export { loadChat, loadHistory, loadModelHistory, type LocalClaim } from "./core.ts";
 export * from "./api.ts";
