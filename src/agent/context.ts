@@ -120,29 +120,36 @@ async function readCapped(
   };
 }
 
-/** The branch of the git work tree holding `dir` (`HEAD` read directly), or null. */
+/**
+ * The branch of the git work tree holding `dir` (`HEAD` read directly), or null. Every
+ * ancestor's `.git` is looked up at once, not one level after another, and the nearest that
+ * names a HEAD wins.
+ */
 async function gitBranch(dir: string): Promise<{ branch: string } | null> {
-  let at = dir;
-  for (let i = 0; i < GIT_SEARCH_DEPTH; i++) {
-    const dotGit = path.join(at, ".git");
-    try {
-      const s = await stat(dotGit);
-      let gitDir = dotGit;
-      if (s.isFile()) {
-        // A worktree or submodule: `.git` is a file naming the real git dir.
-        const m = /^gitdir:\s*(.+)\s*$/m.exec(await readFile(dotGit, "utf8"));
-        if (!m) return null;
-        gitDir = path.resolve(at, m[1]!.trim());
-      }
-      const head = (await readFile(path.join(gitDir, "HEAD"), "utf8")).trim();
-      const ref = /^ref:\s*refs\/heads\/(.+)$/.exec(head);
-      return { branch: ref ? ref[1]! : `(detached at ${head.slice(0, 12)})` };
-    } catch {
-      // not here: look in the parent
-    }
-    const up = path.dirname(at);
-    if (up === at) return null;
-    at = up;
+  const levels = [dir];
+  while (levels.length < GIT_SEARCH_DEPTH) {
+    const up = path.dirname(levels.at(-1)!);
+    if (up === levels.at(-1)) break;
+    levels.push(up);
   }
-  return null;
+  const found = await Promise.all(levels.map((at) => headAt(path.join(at, ".git"))));
+  return found.find((b) => b !== null) ?? null;
+}
+
+/** The branch that the `.git` at `dotGit` (a directory, or a file naming one) is on, or null. */
+async function headAt(dotGit: string): Promise<{ branch: string } | null> {
+  try {
+    let gitDir = dotGit;
+    if ((await stat(dotGit)).isFile()) {
+      // A worktree or submodule: `.git` is a file naming the real git dir.
+      const m = /^gitdir:\s*(.+)\s*$/m.exec(await readFile(dotGit, "utf8"));
+      if (!m) return null;
+      gitDir = path.resolve(path.dirname(dotGit), m[1]!.trim());
+    }
+    const head = (await readFile(path.join(gitDir, "HEAD"), "utf8")).trim();
+    const ref = /^ref:\s*refs\/heads\/(.+)$/.exec(head);
+    return { branch: ref ? ref[1]! : `(detached at ${head.slice(0, 12)})` };
+  } catch {
+    return null;
+  }
 }

@@ -2,10 +2,15 @@
 // environment and instruction files, with their caps. Run again over the dial-out connection
 // (dialout-contract.test.ts).
 
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CONTEXT_FILE_MAX_BYTES, CONTEXT_TOTAL_MAX_BYTES } from "../../src/agent/context.ts";
+import {
+  CONTEXT_FILE_MAX_BYTES,
+  CONTEXT_TOTAL_MAX_BYTES,
+  readContext,
+} from "../../src/agent/context.ts";
 import { useAgents } from "../support/agent.ts";
 
 const startAgent = useAgents();
@@ -53,5 +58,24 @@ describe("the context route", () => {
     expect(rules).toMatchObject({ bytes: 6, truncated: true, content: "" });
     const total = c.files.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
     expect(total).toBeLessThanOrEqual(CONTEXT_TOTAL_MAX_BYTES);
+  });
+
+  it("a directory deep in a work tree reports the nearest repository's branch, a worktree's too", async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), "tether-context-"));
+    try {
+      // root/.git is a repository on main; root/sub/.git a worktree naming its own git dir.
+      await mkdir(path.join(root, ".git", "worktrees", "wt"), { recursive: true });
+      await writeFile(path.join(root, ".git", "HEAD"), "ref: refs/heads/main\n");
+      await writeFile(path.join(root, ".git", "worktrees", "wt", "HEAD"), "0123456789abcdef0123\n");
+      const deep = path.join(root, "sub", "a", "b", "c");
+      await mkdir(deep, { recursive: true });
+      const at = (dir: string) => readContext({ dir, homeDir: root, env: {} });
+      expect((await at(deep)).git).toEqual({ branch: "main" });
+      await writeFile(path.join(root, "sub", ".git"), "gitdir: ../.git/worktrees/wt\n");
+      expect((await at(deep)).git).toEqual({ branch: "(detached at 0123456789ab)" });
+      expect((await at(root)).git).toEqual({ branch: "main" });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
