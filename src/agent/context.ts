@@ -126,11 +126,10 @@ async function readCapped(
  * names a HEAD wins.
  */
 async function gitBranch(dir: string): Promise<{ branch: string } | null> {
-  const levels = [dir];
-  while (levels.length < GIT_SEARCH_DEPTH) {
-    const up = path.dirname(levels.at(-1)!);
-    if (up === levels.at(-1)) break;
-    levels.push(up);
+  const levels: string[] = [];
+  for (let at = dir; levels.length < GIT_SEARCH_DEPTH; at = path.dirname(at)) {
+    levels.push(at);
+    if (path.dirname(at) === at) break;
   }
   const found = await Promise.all(levels.map((at) => headAt(path.join(at, ".git"))));
   return found.find((b) => b !== null) ?? null;
