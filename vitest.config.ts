@@ -61,6 +61,7 @@ const DB = [
   "src/api/template-max-ttl.test.ts",
   "src/api/usage.test.ts",
   "src/chatd/config-cache.test.ts",
+  "src/chatd/agents.test.ts",
   "src/workspaces/agent-tokens.test.ts",
   "src/workspaces/lifecycle.test.ts",
   "src/workspaces/readiness-access.test.ts",

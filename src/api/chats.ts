@@ -174,7 +174,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     // replica's worker and the audit entry: one statement (createChat).
     const workspaceId = await resolveWorkspace(ctx, user, body.workspace_id);
     const modelConfigId = await resolveModel(ctx, body.model_id);
-    const claim = ctx.localClaim?.();
+    const claim = ctx.localClaim?.({ ownerId: user.id, workspaceId });
     let chat: Chat;
     try {
       chat = await createChat(

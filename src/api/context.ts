@@ -44,9 +44,13 @@ export interface ApiOptions {
    * This replica's worker's claims (core.ts LocalClaim): a turn the API starts (a new chat with
    * a message, a message or an edit to an idle chat) runs on this replica, claimed in the
    * transaction that starts it. Without it (or when it answers undefined) every replica learns
-   * of the runnable chat from its notification and the first to acquire it runs it.
+   * of the runnable chat from its notification and the first to acquire it runs it. A claim
+   * for a new chat is told its owner and workspace (its agent is asked ahead, worker.ts).
    */
-  localClaim?: () => LocalClaim | undefined;
+  localClaim?: (newChat?: {
+    ownerId: string;
+    workspaceId: string | null;
+  }) => LocalClaim | undefined;
   /** This replica's metrics, served without a token at GET /metrics. */
   metrics?: Registry;
   /**

@@ -23,6 +23,7 @@ import type { ConfigCache } from "./config-cache.ts";
 import type { Queryable } from "./db/index.ts";
 import { agentConnection, type AgentConnectionInfo } from "./dialout/registry.ts";
 import { SLOTS, type SecretBox } from "./secrets/index.ts";
+import { usableBy } from "./workspace-access.ts";
 
 /** Who a workspace's agent URL was checked as (column `workspaces.url_checked_as`). */
 export type UrlCheckedAs = "member" | "admin" | null;
@@ -42,6 +43,15 @@ export interface AgentPoolOptions {
   /** Holds the workspaces' agent addresses between requests (read every time without it). */
   config?: ConfigCache;
 }
+
+/** What the pool reads of a workspace: its agent's address and who may use it. */
+type WorkspaceRow = {
+  agent_url: string | null;
+  agent_token: string | null;
+  url_checked_as: UrlCheckedAs;
+  owner_id: string | null;
+  shared: boolean;
+};
 
 /** A dial-out agent's state: connected (with the agent process's uptime) or not. */
 export type AgentStatus = ({ connected: true } & AgentConnectionInfo) | { connected: false };
@@ -94,18 +104,33 @@ export class AgentPool {
    * UnsupportedAgentUrlError when the row's URL is not http or https.
    */
   async forWorkspace(workspaceId: string): Promise<AgentClient | undefined> {
+    const row = await this.#row(workspaceId);
+    return row && this.#client(workspaceId, row);
+  }
+
+  /**
+   * forWorkspace, only when the workspace is one `userId` may use as far as this pool knows (its
+   * owner or shared, as last read): for a request that may go out before a statement that
+   * decides it (a new chat's context, worker.ts), never in its place.
+   */
+  async forUser(workspaceId: string, userId: string): Promise<AgentClient | undefined> {
+    const row = await this.#row(workspaceId);
+    return row && usableBy(userId, row) ? this.#client(workspaceId, row) : undefined;
+  }
+
+  /** The workspace's row as held (config cache), else read; undefined when it is gone. */
+  async #row(workspaceId: string): Promise<WorkspaceRow | undefined> {
     const read = async () =>
       (
-        await this.#db.query<{
-          agent_url: string | null;
-          agent_token: string | null;
-          url_checked_as: UrlCheckedAs;
-        }>("SELECT agent_url, agent_token, url_checked_as FROM workspaces WHERE id = $1", [
-          workspaceId,
-        ])
+        await this.#db.query<WorkspaceRow>(
+          "SELECT agent_url, agent_token, url_checked_as, owner_id, shared FROM workspaces WHERE id = $1",
+          [workspaceId],
+        )
       ).rows[0];
-    const row = await (this.#o.config?.read("workspaces", workspaceId, read) ?? read());
-    if (!row) return undefined;
+    return this.#o.config?.read("workspaces", workspaceId, read) ?? read();
+  }
+
+  #client(workspaceId: string, row: WorkspaceRow): AgentClient {
     if (row.agent_url === null) return this.#dialout(workspaceId);
     const w = {
       agent_url: row.agent_url,

@@ -14,6 +14,7 @@ import {
   INSTRUCTIONS_KEY,
   takeSnapshot,
   compactionRequest,
+  type ContextPrefetch,
   sinceBoundary,
   type ContextBudget,
   type ContextSnapshot,
@@ -40,7 +41,8 @@ export interface StepSnapshot {
  * kept with that step, in its commit (held until then, so a retried step does not ask the
  * agent again). An agent that cannot be reached leaves nothing kept: this step's prompt says
  * so, and the next step tries again. A workspace the chat's owner may no longer use
- * (workspace-access.ts) is not read at all, and nothing is kept either.
+ * (workspace-access.ts) is not read at all, and nothing is kept either (what a new chat's
+ * prefetch asked before its claim read the access is dropped unread).
  */
 export async function chatSnapshot(
   deps: GenerationDeps,
@@ -53,7 +55,7 @@ export async function chatSnapshot(
   if (unkept) return { snapshot: unkept, keep: true };
   // What the claim read, while its row is held; else one read.
   const claimed = held === null ? deps.held?.snapshotInputs() : undefined;
-  const { kept, access, organization }: SnapshotInputs =
+  const { kept, access, organization, prefetch }: SnapshotInputs =
     claimed ?? (await snapshotInputs(deps.db, chat));
   if (kept) {
     if (deps.held?.chat) deps.held.snapshot = kept;
@@ -61,6 +63,7 @@ export async function chatSnapshot(
   }
   // Nothing kept: a later step takes the snapshot if the workspace is the owner's to use again.
   if (access.status === "lost") {
+    prefetch?.drop();
     const none = await takeSnapshot(organization, undefined, signal);
     return {
       snapshot: { ...none, note: `${lostWorkspaceWords(access.why).note} Tools will not run.` },
@@ -70,12 +73,17 @@ export async function chatSnapshot(
   const client = await deps.resolveAgent(chat);
   let taken: ContextSnapshot;
   try {
-    taken = await takeSnapshot(
-      organization,
-      client,
-      signal,
-      Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
-    );
+    // The agent's answer to a new chat's prefetch if it came (the same agent: the same
+    // workspace), else asked now.
+    const ahead = client && (await prefetch?.take(signal));
+    taken = ahead
+      ? { ...ahead, organization }
+      : await takeSnapshot(
+          organization,
+          client,
+          signal,
+          Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
+        );
   } catch (err) {
     signal.throwIfAborted();
     deps.log.warn(
@@ -103,6 +111,8 @@ interface SnapshotInputs {
   kept?: KeptSnapshot;
   access: WorkspaceAccess;
   organization: string | null;
+  /** The agent's part, asked for alongside the claim of a new chat (HeldChat.snapshotInputs). */
+  prefetch?: ContextPrefetch;
 }
 
 /**

@@ -312,6 +312,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     },
     resolveAgent: async (chat: Chat) =>
       chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,
+    agentForUser: (workspaceId, userId) => agents.forUser(workspaceId, userId),
   });
 
   // A chat that names no model or workspace gets the `is_default` ones (the API's fallback).
@@ -323,7 +324,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     feed,
     metrics: metrics.registry,
     replica: { workerId: worker.id, secret },
-    localClaim: () => worker.localClaim(),
+    localClaim: (newChat) => worker.localClaim(newChat),
     agents,
     agentHub,
     workspaces,

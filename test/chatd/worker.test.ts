@@ -1,7 +1,12 @@
 // The worker under the faults the chaos campaign found (test/chaos): a stop or an attempt
 // timeout in the middle of a model stream, and a heartbeat racing an acquisition.
 
+import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentPool } from "../../src/chatd/agents.ts";
+import { ChatRefusedError } from "../../src/chatd/chats.ts";
+import { loadSnapshot } from "../../src/chatd/prompt/index.ts";
+import { ephemeralSecretBox } from "../../src/chatd/secrets/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { createChat, loadHistory } from "../../src/chatd/transitions/index.ts";
 import { until } from "../support/agent.ts";
@@ -66,6 +71,47 @@ describeDatabases("worker faults", (db) => {
     expect(history.at(-1)!.content).toEqual([{ type: "text", text: "claimed here" }]);
     await worker.stop();
     expect(worker.localClaim()).toBeUndefined();
+  });
+
+  it("a chat created with the worker's claim has its agent asked for the context ahead of the create, once", async () => {
+    const asked: string[] = [];
+    const pool = new AgentPool(db(), {
+      secrets: ephemeralSecretBox(),
+      onRequest: (r) => asked.push(r.route),
+    });
+    const { fake, setup, worker, agent } = await env(db, {
+      acquireIntervalMs: 60_000,
+      resolveAgent: async (chat) =>
+        chat.workspaceId ? pool.forWorkspace(chat.workspaceId) : undefined,
+      agentForUser: (workspaceId, userId) => pool.forUser(workspaceId, userId),
+    });
+    const contexts = () => asked.filter((r) => r === "GET /api/v0/context").length;
+    const member = randomUUID();
+    await db().query(
+      "INSERT INTO users (id, email, role, password_hash) VALUES ($1, $2, 'member', 'x')",
+      [member, `${member}@test`],
+    );
+    const input = { workspaceId: setup.workspaceId, modelConfigId: setup.modelConfigId };
+    // A member the workspace is not shared with: refused, and their claim asks the agent nothing.
+    const refused = worker.localClaim({ ownerId: member, workspaceId: setup.workspaceId })!;
+    await expect(
+      createChat(db(), { ...input, ownerId: member, message: "go" }, refused),
+    ).rejects.toThrow(ChatRefusedError);
+    fake.script({ text: "asked ahead" });
+    const claim = worker.localClaim({ ownerId: setup.userId, workspaceId: setup.workspaceId })!;
+    // The agent has answered before the create statement is even sent.
+    await until(() => contexts() === 1, 10_000);
+    const chat = await createChat(db(), { ...input, ownerId: setup.userId, message: "go" }, claim);
+    claim.committed();
+    const { chat: done, history } = await settle(db(), chat.id);
+    expect(done.status).toBe("waiting");
+    expect(history.at(-1)!.content).toEqual([{ type: "text", text: "asked ahead" }]);
+    // The first step's prompt has that answer, and the agent was not asked again.
+    expect(JSON.stringify(fake.requests[0]!.messages)).toContain(
+      `- Workspace directory: ${agent.dir}`,
+    );
+    expect(contexts()).toBe(1);
+    expect((await loadSnapshot(db(), chat.id))?.snapshot.environment?.directory).toBe(agent.dir);
   });
 
   it("a task attempt that runs out of time mid-stream is retried, not taken for a model error", async () => {

@@ -85,6 +85,7 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
     },
     resolveAgent: async (chat: Chat) =>
       chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,
+    agentForUser: (workspaceId, userId) => agents.forUser(workspaceId, userId),
     ...o,
   });
 }

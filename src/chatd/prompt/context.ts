@@ -116,7 +116,19 @@ export async function takeSnapshot(
   signal: AbortSignal,
   timeoutMs: number = CONTEXT_CAPTURE_TIMEOUT_MS,
 ): Promise<ContextSnapshot> {
-  if (!client) return { environment: null, files: [], organization };
+  return { ...(await agentContext(client, signal, timeoutMs)), organization };
+}
+
+/** The agent's part of a snapshot: all of it but the organisation's instructions. */
+export type AgentContext = Omit<ContextSnapshot, "organization">;
+
+/** Asks the agent for its part of a snapshot (takeSnapshot). */
+async function agentContext(
+  client: AgentClient | undefined,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<AgentContext> {
+  if (!client) return { environment: null, files: [] };
   let answer: ContextResponse;
   try {
     answer = await client.context({ signal, timeoutMs });
@@ -125,7 +137,6 @@ export async function takeSnapshot(
       return {
         environment: null,
         files: [],
-        organization,
         note:
           "The workspace agent does not report its environment: use absolute paths, and run " +
           "`pwd`, `uname -a` and `git status` to learn about the workspace.",
@@ -134,7 +145,47 @@ export async function takeSnapshot(
     throw err;
   }
   const { files, limits: _limits, ...environment } = answer;
-  return { environment, files, organization };
+  return { environment, files };
+}
+
+/**
+ * The agent's part of a new chat's first snapshot, asked for while the statement that creates
+ * the chat runs rather than after it (worker.ts), so the first model step need not wait for
+ * both one after the other. Taken by that step only if the chat's claim still holds and the
+ * owner may use the workspace (compaction-step.ts chatSnapshot); dropped otherwise.
+ */
+export class ContextPrefetch {
+  readonly #ac = new AbortController();
+  /** Undefined: not asked (no workspace the owner may use, as far as this replica knows) or failed. */
+  readonly #answer: Promise<AgentContext | undefined>;
+
+  constructor(client: Promise<AgentClient | undefined>, timeoutMs: number) {
+    this.#answer = client
+      .then((c) => (c ? agentContext(c, this.#ac.signal, timeoutMs) : undefined))
+      .catch(() => undefined);
+  }
+
+  /**
+   * The agent's answer, waited for while `signal` holds; undefined when it was not asked or
+   * asking failed (the step then asks itself, and its failure is the one reported).
+   */
+  async take(signal: AbortSignal): Promise<AgentContext | undefined> {
+    signal.throwIfAborted();
+    const stop = (): void => this.#ac.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      const answer = await this.#answer;
+      signal.throwIfAborted();
+      return answer;
+    } finally {
+      signal.removeEventListener("abort", stop);
+    }
+  }
+
+  /** Nobody will take it: stop asking. */
+  drop(): void {
+    this.#ac.abort();
+  }
 }
 
 /** Replaces the chat's snapshot (a refresh). */

@@ -7,6 +7,7 @@ import { messagesFromJson, messagesJsonSql, type ChatMessage } from "../messages
 import {
   instructionsOf,
   INSTRUCTIONS_KEY,
+  type ContextPrefetch,
   type ContextSnapshot,
   type KeptSnapshot,
 } from "../prompt/context.ts";
@@ -26,6 +27,8 @@ export interface ClaimedStart {
   access: WorkspaceAccess;
   /** The organisation's instructions at the claim. */
   organization: string | null;
+  /** The agent's context, asked for while the claim's statement ran (a new chat's; worker.ts). */
+  prefetch?: ContextPrefetch;
 }
 
 export interface Acquired {

@@ -12,11 +12,24 @@ import type { Chat, Fence } from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
 import type { MessageFeed } from "../message-feed.ts";
 import type { ChatMessage } from "../messages.ts";
-import { loadSnapshot, type ContextSnapshot, type KeptSnapshot } from "../prompt/context.ts";
+import {
+  loadSnapshot,
+  type ContextPrefetch,
+  type ContextSnapshot,
+  type KeptSnapshot,
+} from "../prompt/context.ts";
 import type { WorkspaceAccess } from "../workspace-access.ts";
 import type { ClaimedStart } from "./claim.ts";
 import { changeOf, type ChatChange } from "./change.ts";
 import type { Written } from "./fenced.ts";
+
+/** What the claim read for taking the first snapshot (HeldChat.snapshotInputs). */
+interface SnapshotInputs {
+  chat: Chat;
+  access: WorkspaceAccess;
+  organization: string | null;
+  prefetch?: ContextPrefetch;
+}
 
 /** How long a held chat row is used before it is read again. */
 export const HELD_CHAT_MS = 2_000;
@@ -30,7 +43,7 @@ export class HeldChat {
   /** The row of this runner's last write, when it recorded the next model call's attempt. */
   #reserved: Chat | undefined;
   /** What the claim read for taking the first snapshot, while the claimed row is held. */
-  #claimed: { chat: Chat; access: WorkspaceAccess; organization: string | null } | undefined;
+  #claimed: SnapshotInputs | undefined;
   /** A snapshot taken for the next model step, not kept yet (it is kept with that step). */
   #unkept: ContextSnapshot | undefined;
   /** The start that rode on the commit of the latest message's calls, until its batch runs. */
@@ -118,14 +131,25 @@ export class HeldChat {
   claimed(chat: Chat, start: ClaimedStart): void {
     this.read(chat, start.history);
     this.#snapshot = start.snapshot;
-    this.#claimed = { chat, access: start.access, organization: start.organization };
+    this.#claimed = {
+      chat,
+      access: start.access,
+      organization: start.organization,
+      ...(start.prefetch && { prefetch: start.prefetch }),
+    };
     this.#reserved = chat.status === "running" ? chat : undefined;
   }
 
-  /** What the claim read for taking the first snapshot, if the claimed row is still held. */
-  snapshotInputs(): { access: WorkspaceAccess; organization: string | null } | undefined {
+  /**
+   * What the claim read for taking the first snapshot, if the claimed row is still held, with
+   * the agent's context asked for alongside the claim, if it was (handed out once).
+   */
+  snapshotInputs(): Omit<SnapshotInputs, "chat"> | undefined {
     const c = this.#claimed;
-    return c && this.chat === c.chat ? c : undefined;
+    if (!c || this.chat !== c.chat) return undefined;
+    const { prefetch, ...inputs } = c;
+    this.#claimed = inputs;
+    return { ...inputs, ...(prefetch && { prefetch }) };
   }
 
   /** A snapshot taken for the next model step and not kept yet; kept with it. */
@@ -203,6 +227,7 @@ export class HeldChat {
 
   drop(): void {
     this.#reserved = undefined;
+    this.#claimed?.prefetch?.drop();
     this.#claimed = undefined;
     this.#unkept = undefined;
     this.#chat = undefined;

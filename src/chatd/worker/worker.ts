@@ -6,8 +6,9 @@
 
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { realClock, type Clock, type Timer } from "../../contract/index.ts";
+import { realClock, type AgentClient, type Clock, type Timer } from "../../contract/index.ts";
 import type { GenerationDeps } from "../generation.ts";
+import { CONTEXT_CAPTURE_TIMEOUT_MS, ContextPrefetch } from "../prompt/index.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
   abandon,
@@ -39,6 +40,12 @@ export interface WorkerOptions
   /** This replica's metrics; a fresh set of its own by default. */
   metrics?: ChatdMetrics;
   workerId?: string;
+  /**
+   * The agent of workspace `workspaceId` if `userId` may use it as far as this replica knows
+   * (AgentPool.forUser): a chat created here asks it for its context while the create statement
+   * runs (localClaim). Absent: the first model step asks on its own.
+   */
+  agentForUser?: (workspaceId: string, userId: string) => Promise<AgentClient | undefined>;
   leaseMs?: number;
   heartbeatMs?: number;
   acquireIntervalMs?: number;
@@ -131,11 +138,21 @@ export class Worker {
    * A claim for one transition of this replica's API that may start a turn (core.ts
    * LocalClaim): the chat runs here, claimed in that transition's transaction. Undefined
    * before the worker started and once it stops: the transition then notifies, and whichever
-   * replica acquires first runs the chat.
+   * replica acquires first runs the chat. For a chat about to be created (`newChat`), its
+   * agent is asked for its context at once, so the first model step does not wait for the
+   * create and then for the agent (prompt/context.ts ContextPrefetch).
    */
-  localClaim(): LocalClaim | undefined {
+  localClaim(newChat?: { ownerId: string; workspaceId: string | null }): LocalClaim | undefined {
     if (!this.#started || this.#stopped) return undefined;
     let claimed: Acquired | undefined;
+    const ask = this.#o.agentForUser;
+    const prefetch =
+      newChat?.workspaceId && ask
+        ? new ContextPrefetch(
+            ask(newChat.workspaceId, newChat.ownerId),
+            Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, this.#deps.agentAnswerTimeoutMs),
+          )
+        : undefined;
     return {
       workerId: this.id,
       claim: async (tx, chatId) => {
@@ -143,13 +160,14 @@ export class Worker {
         return claimed?.chat;
       },
       created: (acquired) => {
-        claimed = acquired;
+        claimed = prefetch ? { ...acquired, start: { ...acquired.start, prefetch } } : acquired;
       },
       committed: () => {
-        if (!claimed) return;
+        if (!claimed) return prefetch?.drop();
         const c = claimed;
         claimed = undefined;
         if (!this.#stopped) return this.#startRunner(c);
+        prefetch?.drop();
         // Stopped since: the lease goes back at once, as a stop releases the others.
         abandon(this.#deps.db, c.chatId, this.id, c.runnerId).catch((err: unknown) =>
           this.#error(err, c.chatId, "release"),
