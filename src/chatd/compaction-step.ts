@@ -94,7 +94,7 @@ export async function chatSnapshot(
       snapshot: {
         environment: null,
         files: [],
-        organization: null,
+        organization,
         note:
           "The workspace agent could not be reached to learn its environment: use absolute " +
           "paths, and expect tool calls to report the agent unreachable.",

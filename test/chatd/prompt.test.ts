@@ -11,7 +11,9 @@ import { FenceError } from "../../src/chatd/chats.ts";
 import {
   captureSnapshot,
   COMPACTION_PROMPT_HEAD,
+  loadSnapshot,
   replaceSnapshot,
+  setOrganizationInstructions,
   SUMMARY_LEAD,
 } from "../../src/chatd/prompt/index.ts";
 import { CONTEXT_FILE_MAX_BYTES } from "../../src/agent/context.ts";
@@ -106,6 +108,22 @@ describeDatabases("the prompt", (db) => {
     const last = systemOf(fake.requests.at(-1)!);
     expect(last).toContain("Always answer in German.");
     expect(last).not.toContain("French");
+  });
+
+  it("an agent that cannot be reached at the first step: the prompt says so and keeps the organisation's instructions", async () => {
+    const { fake, setup } = await env(db);
+    await setOrganizationInstructions(db(), "Never push to main.", setup.userId);
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    await db().query("UPDATE workspaces SET agent_url = 'http://127.0.0.1:9' WHERE id = $1", [
+      setup.workspaceId,
+    ]);
+    fake.script({ text: "noted" });
+    const chatId = await startChat(db(), setup, "hello");
+    expect((await settle(db(), chatId)).chat.status).toBe("waiting");
+    const system = systemOf(fake.requests[0]!);
+    expect(system).toContain("could not be reached to learn its environment");
+    expect(system).toContain("Never push to main.");
+    expect(await loadSnapshot(db(), chatId)).toBeUndefined(); // nothing kept: the next step asks
   });
 
   it("a chat crosses the threshold, compacts once, and the next request holds the summary and only what follows", async () => {
