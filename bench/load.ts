@@ -28,6 +28,7 @@ import {
   startAgent,
   startChild,
   stats,
+  treeCpuSeconds,
   type Child,
 } from "./support.ts";
 
@@ -140,6 +141,8 @@ interface PhaseResult {
   serverRssPeak: number[];
   serverCpuS: number[];
   agentCpuS: number[];
+  /** Each agent with its spawner and the commands it ran (treeCpuSeconds). */
+  agentTreeCpuS: number[];
   benchCpuS: number;
   /** The replicas' Postgres backends (those alive at the end; a backend that closed is missed). */
   postgresCpuS: number;
@@ -215,6 +218,7 @@ async function runPhase(
     const cpuBefore = await Promise.all(
       [...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)),
     );
+    const agentTreeBefore = await Promise.all(agentProcs.map((c) => treeCpuSeconds(c.proc.pid!)));
     const benchCpuBefore = process.cpuUsage();
     const pgCpuBefore = new Map<number, number>();
     for (const pid of await backends(db)) pgCpuBefore.set(pid, await cpuSeconds(pid));
@@ -260,6 +264,9 @@ async function runPhase(
     const cpu = (
       await Promise.all([...servers, ...agentProcs].map((c) => cpuSeconds(c.proc.pid!)))
     ).map((s, i) => s - cpuBefore[i]!);
+    const agentTree = (await Promise.all(agentProcs.map((c) => treeCpuSeconds(c.proc.pid!)))).map(
+      (s, i) => s - agentTreeBefore[i]!,
+    );
 
     // Step i of a chat ends when its tool result commits (the database stamps every commit);
     // step 1 counts from the user message, so it includes acquisition.
@@ -321,6 +328,7 @@ async function runPhase(
       serverRssPeak: servers.map((s) => peaks.get(s.proc.pid!)!),
       serverCpuS: cpu.slice(0, servers.length),
       agentCpuS: cpu.slice(servers.length),
+      agentTreeCpuS: agentTree,
       benchCpuS: (benchCpu.user + benchCpu.system) / 1e6,
       postgresCpuS,
       agentRssPeak: agentProcs.map((a) => peaks.get(a.proc.pid!)!),
@@ -357,7 +365,8 @@ function details(r: PhaseResult): string {
     `tool results committed per replica ${r.toolCallsPerReplica.join(" + ")}, ` +
     `takeovers ${r.takeovers}, log ${r.logLines} lines (${r.logWarnings} warn+)\n` +
     `           CPU seconds: server ${r.serverCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
-    `agent ${r.agentCpuS.map((c) => fmt(c, 1)).join(" + ")}, ` +
+    `agent ${r.agentCpuS.map((c) => fmt(c, 1)).join(" + ")} ` +
+    `(with its spawner and commands ${r.agentTreeCpuS.map((c) => fmt(c, 1)).join(" + ")}), ` +
     `Postgres backends ${fmt(r.postgresCpuS, 1)}, ` +
     `this process (fake model, polling) ${fmt(r.benchCpuS, 1)}`
   );

@@ -1,6 +1,6 @@
 // Shared pieces of the benchmarks: child servers that print `listening on URL`, and stats.
 
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -124,6 +124,30 @@ export async function cpuSeconds(pid: number): Promise<number> {
   // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+}
+
+/**
+ * CPU seconds of a live process and everything under it: its own, its live descendants' (an
+ * agent's spawner), and those of the children each of them has waited for (the commands the
+ * spawner ran), from /proc.
+ */
+export async function treeCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  if (stat === "") return 0;
+  // utime, stime, cutime, cstime: fields 14 to 17.
+  const f = stat
+    .slice(stat.lastIndexOf(")") + 2)
+    .split(" ")
+    .slice(11, 15)
+    .map(Number);
+  let s = f.reduce((a, b) => a + b, 0) / CLOCK_TICKS_PER_S;
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const tid of tasks) {
+    const children = await readFile(`/proc/${pid}/task/${tid}/children`, "utf8").catch(() => "");
+    for (const child of children.split(" ").filter(Boolean))
+      s += await treeCpuSeconds(Number(child));
+  }
+  return s;
 }
 /** USER_HZ: the unit of /proc's CPU times (100 on Linux everywhere but exotic builds). */
 const CLOCK_TICKS_PER_S = 100;
