@@ -174,7 +174,10 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     // replica's worker and the audit entry: one statement (createChat).
     const workspaceId = await resolveWorkspace(ctx, user, body.workspace_id);
     const modelConfigId = await resolveModel(ctx, body.model_id);
-    const claim = ctx.localClaim?.({ ownerId: user.id, workspaceId });
+    // A chat with its first message starts its turn here: its agent is asked ahead (worker.ts).
+    const claim = ctx.localClaim?.(
+      body.message !== undefined ? { ownerId: user.id, workspaceId } : undefined,
+    );
     let chat: Chat;
     try {
       chat = await createChat(
