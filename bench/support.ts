@@ -120,10 +120,19 @@ export function numberFlags<T extends Record<string, number>>(defaults: T): T {
 
 /** CPU seconds (user + system) a live process has used, from /proc/<pid>/stat. */
 export async function cpuSeconds(pid: number): Promise<number> {
+  const [utime, stime] = await statTimes(pid);
+  return (utime + stime) / CLOCK_TICKS_PER_S;
+}
+
+/**
+ * utime, stime, cutime and cstime of a process (fields 14 to 17 of /proc/<pid>/stat, after the
+ * command name, which may hold spaces), in clock ticks; zeros when it is gone.
+ */
+async function statTimes(pid: number): Promise<[number, number, number, number]> {
   const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+  if (stat === "") return [0, 0, 0, 0];
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return [Number(f[11]), Number(f[12]), Number(f[13]), Number(f[14])];
 }
 
 /**
@@ -132,15 +141,7 @@ export async function cpuSeconds(pid: number): Promise<number> {
  * spawner ran), from /proc.
  */
 export async function treeCpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  if (stat === "") return 0;
-  // utime, stime, cutime, cstime: fields 14 to 17.
-  const f = stat
-    .slice(stat.lastIndexOf(")") + 2)
-    .split(" ")
-    .slice(11, 15)
-    .map(Number);
-  let s = f.reduce((a, b) => a + b, 0) / CLOCK_TICKS_PER_S;
+  let s = (await statTimes(pid)).reduce((a, b) => a + b, 0) / CLOCK_TICKS_PER_S;
   const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
   for (const tid of tasks) {
     const children = await readFile(`/proc/${pid}/task/${tid}/children`, "utf8").catch(() => "");

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
+import { until } from "../../test/support/agent.ts";
 import { describeDatabases } from "../../test/support/db.ts";
 import { ManualClock } from "../contract/index.ts";
 import { AgentPool } from "./agents.ts";
@@ -7,14 +8,6 @@ import { ConfigCache } from "./config-cache.ts";
 import { ephemeralSecretBox } from "./secrets/index.ts";
 
 const WAIT_BOUND_MS = 10_000;
-
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + WAIT_BOUND_MS;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describeDatabases("the agent pool", (db) => {
   it("gives a workspace's agent for a user only while they may use it, as its held row says", async () => {
@@ -40,12 +33,12 @@ describeDatabases("the agent pool", (db) => {
     expect(await pool.forUser(randomUUID(), owner)).toBeUndefined(); // no such workspace
     // Sharing and unsharing notify (migration 053): the held row is read again at once.
     await db().query("UPDATE workspaces SET shared = true WHERE id = $1", [ws]);
-    await waitFor("the share to be seen", async () => (await pool.forUser(ws, member)) === client);
+    await until(async () => (await pool.forUser(ws, member)) === client, WAIT_BOUND_MS);
     await db().query("UPDATE workspaces SET shared = false WHERE id = $1", [ws]);
-    await waitFor("the unshare to be seen", async () => !(await pool.forUser(ws, member)));
+    await until(async () => !(await pool.forUser(ws, member)), WAIT_BOUND_MS);
     // So does giving the workspace to someone else.
     await db().query("UPDATE workspaces SET owner_id = $2 WHERE id = $1", [ws, member]);
-    await waitFor("the new owner to be seen", async () => !(await pool.forUser(ws, owner)));
+    await until(async () => !(await pool.forUser(ws, owner)), WAIT_BOUND_MS);
     expect(await pool.forUser(ws, member)).toBe(client);
     await stop();
   });

@@ -9,7 +9,7 @@ import type { Queryable } from "./db/index.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
 import { turnComplete, type ChatMessage, type CompactionPart } from "./messages.ts";
 import {
-  CONTEXT_CAPTURE_TIMEOUT_MS,
+  captureTimeoutMs,
   instructionsOf,
   INSTRUCTIONS_KEY,
   takeSnapshot,
@@ -82,7 +82,7 @@ export async function chatSnapshot(
           organization,
           client,
           signal,
-          Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, deps.agentAnswerTimeoutMs),
+          captureTimeoutMs(deps.agentAnswerTimeoutMs),
         );
   } catch (err) {
     signal.throwIfAborted();

@@ -1,19 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
+import { until } from "../../test/support/agent.ts";
 import { describeDatabases } from "../../test/support/db.ts";
 import { ManualClock } from "../contract/index.ts";
 import { ConfigCache } from "./config-cache.ts";
 import type { Database } from "./db/index.ts";
 
 const WAIT_BOUND_MS = 10_000;
-
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + WAIT_BOUND_MS;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describeDatabases("the config cache", (db) => {
   it("holds a row until a change of its table is notified, whatever statement made it", async () => {
@@ -40,11 +33,11 @@ describeDatabases("the config cache", (db) => {
     if (db().kind === "pglite") expect(reads).toBe(1);
     // A write outside the cache's code (an admin's psql) is seen once its notification lands.
     await db().query("UPDATE model_configs SET model = 'b' WHERE id = $1", [id]);
-    await waitFor("the change to be read", async () => (await model()) === "b");
+    await until(async () => (await model()) === "b", WAIT_BOUND_MS);
     expect(reads).toBeGreaterThanOrEqual(2);
     // A delete is seen as well.
     await db().query("DELETE FROM model_configs WHERE id = $1", [id]);
-    await waitFor("the delete to be read", async () => (await model()) === undefined);
+    await until(async () => (await model()) === undefined, WAIT_BOUND_MS);
     await stop();
   });
 });

@@ -13,6 +13,11 @@ import type { Database, Queryable } from "../db/index.ts";
 
 /** How long a capture waits for the agent's answer at most (also never above the answer timeout). */
 export const CONTEXT_CAPTURE_TIMEOUT_MS = 10_000;
+
+/** A worker's bound on a capture: CONTEXT_CAPTURE_TIMEOUT_MS, never above its answer timeout. */
+export function captureTimeoutMs(agentAnswerTimeoutMs: number): number {
+  return Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, agentAnswerTimeoutMs);
+}
 /** The organisation's instructions are cut to this many bytes (the API refuses more). */
 export const ORGANIZATION_INSTRUCTIONS_MAX_BYTES = 32 * 1024;
 /** The key of the organisation's instructions in `settings`. */

@@ -8,6 +8,7 @@ export {
   CONTEXT_CAPTURE_TIMEOUT_MS,
   ORGANIZATION_INSTRUCTIONS_MAX_BYTES,
   captureSnapshot,
+  captureTimeoutMs,
   ContextPrefetch,
   instructionsOf,
   INSTRUCTIONS_KEY,

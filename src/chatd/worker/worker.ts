@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { realClock, type AgentClient, type Clock, type Timer } from "../../contract/index.ts";
 import type { GenerationDeps } from "../generation.ts";
-import { CONTEXT_CAPTURE_TIMEOUT_MS, ContextPrefetch } from "../prompt/index.ts";
+import { captureTimeoutMs, ContextPrefetch } from "../prompt/index.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
   abandon,
@@ -150,7 +150,7 @@ export class Worker {
       newChat?.workspaceId && ask
         ? new ContextPrefetch(
             ask(newChat.workspaceId, newChat.ownerId),
-            Math.min(CONTEXT_CAPTURE_TIMEOUT_MS, this.#deps.agentAnswerTimeoutMs),
+            captureTimeoutMs(this.#deps.agentAnswerTimeoutMs),
           )
         : undefined;
     return {
