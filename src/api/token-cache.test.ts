@@ -1,14 +1,15 @@
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  describeDatabases,
+  createScratchDatabase,
   openTestDatabase,
   testDatabaseUrl,
   type DatabaseKind,
   type TestDatabase,
 } from "../../test/support/db.ts";
 import { CONFIG_CHANNEL } from "../chatd/config-cache.ts";
-import type { Database } from "../chatd/db/index.ts";
+import { migrate, type Database } from "../chatd/db/index.ts";
+import { openPostgres } from "../chatd/db/postgres.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { ManualClock } from "../contract/index.ts";
 import { createApi } from "./app.ts";
@@ -16,6 +17,11 @@ import { startTestApi, type TestApi } from "./test-support.ts";
 import { TOKEN_CACHE_MS, TokenCache } from "./token-cache.ts";
 
 const WAIT_BOUND_MS = 10_000;
+
+/** PGlite always; Postgres when the suite has a server. */
+function databaseKinds(): DatabaseKind[] {
+  return ["pglite", ...(testDatabaseUrl() === undefined ? [] : ["postgres" as const])];
+}
 
 async function waitFor(what: string, ok: () => boolean | Promise<boolean>): Promise<void> {
   const end = Date.now() + WAIT_BOUND_MS;
@@ -128,45 +134,76 @@ describe("TokenCache", () => {
   });
 });
 
-describeDatabases("the triggers of token changes", (db) => {
-  it("notify a change of a token or a user, not a refresh of last_used_at", async () => {
-    const api = await startTestApi(db());
-    try {
-      const got: string[] = [];
-      const stop = await db().listen(CONFIG_CHANNEL, (p) => got.push(p));
-      const barrier = async (name: string): Promise<string[]> => {
-        await db().notify(CONFIG_CHANNEL, name);
-        await waitFor(name, () => got.includes(name));
-        return got.splice(0).filter((p) => p !== name);
-      };
-      await barrier("start");
-      await db().query("UPDATE api_tokens SET last_used_at = now()");
-      expect(await barrier("used")).toEqual([]);
-      await db().query("UPDATE api_tokens SET expires_at = now() + interval '1 day'");
-      expect(await barrier("expiry")).toEqual(["api_tokens"]);
-      await db().query("UPDATE users SET name = 'B' WHERE id = $1", [api.memberId]);
-      expect(await barrier("user")).toEqual(["users"]);
-      await db().query("DELETE FROM api_tokens WHERE user_id = $1", [api.memberId]);
-      expect(await barrier("revoked")).toEqual(["api_tokens"]);
-      await db().query("DELETE FROM users WHERE id = $1", [api.memberId]);
-      // Their workspaces lose their owner too (ON DELETE SET NULL): who may use one changed
-      // (migration 053).
-      expect(new Set(await barrier("deleted"))).toEqual(
-        new Set(["users", "api_tokens", "workspaces"]),
-      );
-      await stop();
-    } finally {
-      await api.app.close();
-    }
-  });
+/**
+ * The database of the triggers' test. Notifications go to every session of a database, whatever
+ * its schema, so on Postgres it takes a database of its own: in the suite's shared one, tests
+ * running beside it change workspaces and users too (issue 15's CI saw one land mid-test).
+ */
+async function triggerDatabase(
+  kind: DatabaseKind,
+): Promise<{ db: Database; close(): Promise<void> }> {
+  if (kind === "pglite") return openTestDatabase("pglite");
+  const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_test_triggers");
+  try {
+    const db = await openPostgres({ url: scratch.url, poolSize: 2 });
+    await migrate(db).catch(async (err: unknown) => {
+      await db.close();
+      throw err;
+    });
+    return {
+      db,
+      async close() {
+        await db.close();
+        await scratch.drop();
+      },
+    };
+  } catch (err) {
+    await scratch.drop();
+    throw err;
+  }
+}
+
+describe("the triggers of token changes", () => {
+  for (const kind of databaseKinds()) {
+    it(`${kind}: notify a change of a token or a user, not a refresh of last_used_at`, async () => {
+      const t = await triggerDatabase(kind);
+      const db = () => t.db;
+      let api: TestApi | undefined;
+      try {
+        api = await startTestApi(db());
+        const got: string[] = [];
+        const stop = await db().listen(CONFIG_CHANNEL, (p) => got.push(p));
+        const barrier = async (name: string): Promise<string[]> => {
+          await db().notify(CONFIG_CHANNEL, name);
+          await waitFor(name, () => got.includes(name));
+          return got.splice(0).filter((p) => p !== name);
+        };
+        await barrier("start");
+        await db().query("UPDATE api_tokens SET last_used_at = now()");
+        expect(await barrier("used")).toEqual([]);
+        await db().query("UPDATE api_tokens SET expires_at = now() + interval '1 day'");
+        expect(await barrier("expiry")).toEqual(["api_tokens"]);
+        await db().query("UPDATE users SET name = 'B' WHERE id = $1", [api.memberId]);
+        expect(await barrier("user")).toEqual(["users"]);
+        await db().query("DELETE FROM api_tokens WHERE user_id = $1", [api.memberId]);
+        expect(await barrier("revoked")).toEqual(["api_tokens"]);
+        await db().query("DELETE FROM users WHERE id = $1", [api.memberId]);
+        // Their workspaces lose their owner too (ON DELETE SET NULL): who may use one changed
+        // (migration 053).
+        expect(new Set(await barrier("deleted"))).toEqual(
+          new Set(["users", "api_tokens", "workspaces"]),
+        );
+        await stop();
+      } finally {
+        await api?.app.close();
+        await t.close();
+      }
+    });
+  }
 });
 
 describe("a token change seen by another replica", () => {
-  const kinds: DatabaseKind[] = [
-    "pglite",
-    ...(testDatabaseUrl() === undefined ? [] : ["postgres" as const]),
-  ];
-  for (const kind of kinds) {
+  for (const kind of databaseKinds()) {
     describe(kind, () => {
       let t: TestDatabase | undefined;
       let api: TestApi | undefined;
