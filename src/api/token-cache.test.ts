@@ -135,17 +135,19 @@ describe("TokenCache", () => {
 });
 
 /**
- * The database of the triggers' test. Notifications go to every session of a database, whatever
- * its schema, so on Postgres it takes a database of its own: in the suite's shared one, tests
- * running beside it change workspaces and users too (issue 15's CI saw one land mid-test).
+ * A database of the test's own. Notifications and LISTEN sessions are per database, whatever the
+ * schema, so on Postgres the tests that count notifications or end listeners take one: in the
+ * suite's shared database, tests running beside them change workspaces and users and listen on
+ * the same channel (issue 15's CI saw a notification land mid-test and two listeners to end).
  */
-async function triggerDatabase(
+async function ownDatabase(
   kind: DatabaseKind,
+  onError?: (err: unknown) => void,
 ): Promise<{ db: Database; close(): Promise<void> }> {
   if (kind === "pglite") return openTestDatabase("pglite");
   const scratch = await createScratchDatabase(testDatabaseUrl()!, "tether_test_triggers");
   try {
-    const db = await openPostgres({ url: scratch.url, poolSize: 2 });
+    const db = await openPostgres({ url: scratch.url, poolSize: 2, onError });
     await migrate(db).catch(async (err: unknown) => {
       await db.close();
       throw err;
@@ -166,7 +168,7 @@ async function triggerDatabase(
 describe("the triggers of token changes", () => {
   for (const kind of databaseKinds()) {
     it(`${kind}: notify a change of a token or a user, not a refresh of last_used_at`, async () => {
-      const t = await triggerDatabase(kind);
+      const t = await ownDatabase(kind);
       const db = () => t.db;
       let api: TestApi | undefined;
       try {
@@ -349,10 +351,9 @@ describe.skipIf(testDatabaseUrl() === undefined)(
   "a token cache whose LISTEN connection drops",
   () => {
     it("serves nothing held from the drop until the connection is back", async () => {
-      const t = await openTestDatabase("postgres");
+      const t = await ownDatabase("postgres", () => undefined);
       try {
-        const db = await t.connect({ onError: () => undefined });
-        const cache = new TokenCache<{ id: number }>(db, new ManualClock());
+        const cache = new TokenCache<{ id: number }>(t.db, new ManualClock());
         let loads = 0;
         const load = async () => ({ id: ++loads });
         await cache.read("h", load);
@@ -361,7 +362,8 @@ describe.skipIf(testDatabaseUrl() === undefined)(
         expect((await cache.read("h", load)).held).toBe(true);
         const killed = await t.db.query<{ ok: boolean }>(
           `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
-          WHERE application_name = 'tether-listen' AND query = $1`,
+          WHERE datname = current_database() AND application_name = 'tether-listen'
+            AND query = $1`,
           [`LISTEN ${CONFIG_CHANNEL}`],
         );
         expect(killed.rows).toEqual([{ ok: true }]);
