@@ -87,6 +87,9 @@ describeDatabases("worker observability", (db) => {
     expect(await interrupt(db(), chatId)).toBe("interrupting");
     const { history } = await settle(db(), chatId);
     expect(results(history)).toEqual([expect.objectContaining({ status: "canceled" })]);
+    // The interrupt's commit is the turn's end, so the chat can read as settled before the
+    // worker resumes after that commit to observe and log it.
+    await until(() => lines.some((l) => l.msg === "interrupt committed"));
 
     const started = lines.find((l) => l.msg === "interrupt started");
     const committed = lines.find((l) => l.msg === "interrupt committed");
