@@ -226,8 +226,19 @@ export function loadBuild(file, { cacheAfterMs = CODE_CACHE_AFTER_MS } = {}) {
   return module.exports;
 }
 
-// `node bin/cli-build.mjs` (the prepare script): build now.
+// `node bin/cli-build.mjs` (the prepare script): build now, the C spawner too when a compiler
+// is here (a workspace that mounts this checkout read-only finds it built).
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const entry = await buildCli();
   process.stdout.write(`built ${path.relative(ROOT, entry)}\n`);
+  const { nativeSpawner } = await import("../src/agent/processes/native-spawner.js");
+  const spawner = nativeSpawner(
+    path.join(ROOT, "src/agent/processes/spawner.c"),
+    path.join(ROOT, "dist/spawner"),
+  );
+  process.stdout.write(
+    spawner === undefined
+      ? "spawner.c did not build (no C compiler?): agents fork through spawner-main.js\n"
+      : `built ${path.relative(ROOT, spawner)}\n`,
+  );
 }

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { Spawner, type ProcessEvents } from "./spawner.ts";
+import {
+  defaultSpawnerProgram,
+  NODE_SPAWNER,
+  Spawner,
+  type ProcessEvents,
+  type SpawnerProgram,
+} from "./spawner.ts";
 import { alive, until } from "./testing.ts";
 
 const spawners: Spawner[] = [];
@@ -18,9 +24,17 @@ function collect() {
   return { events, seen, output: () => out };
 }
 
-describe("spawner", () => {
+// Both spawners, the C one (built here: the test machines have a C compiler) and the JavaScript
+// one it stands in for where none is.
+const native = defaultSpawnerProgram();
+if (native === NODE_SPAWNER)
+  throw new Error("spawner.c did not build: is a C compiler (cc) installed?");
+describe.each([
+  ["spawner.c", native],
+  ["spawner-main.js", NODE_SPAWNER],
+] as [string, SpawnerProgram][])("%s", (_, program) => {
   it("events that arrive before listen are replayed in order", async () => {
-    const s = new Spawner({ PATH: process.env.PATH });
+    const s = new Spawner({ PATH: process.env.PATH }, { program });
     spawners.push(s);
     const r = await s.spawn({ id: "a", command: "echo hi; exit 3", cwd: "/", env: {} });
     if (!r.ok) throw new Error(r.detail);
@@ -33,7 +47,7 @@ describe("spawner", () => {
   });
 
   it("output that ends after the shell's exit closes after it, with every byte", async () => {
-    const s = new Spawner({ PATH: process.env.PATH });
+    const s = new Spawner({ PATH: process.env.PATH }, { program });
     spawners.push(s);
     const r = await s.spawn({
       id: "a",
@@ -50,7 +64,7 @@ describe("spawner", () => {
   });
 
   it("the base environment comes from the agent and the request adds to it", async () => {
-    const s = new Spawner({ PATH: process.env.PATH, BASE: "b" });
+    const s = new Spawner({ PATH: process.env.PATH, BASE: "b" }, { program });
     spawners.push(s);
     const r = await s.spawn({
       id: "a",
@@ -66,7 +80,7 @@ describe("spawner", () => {
   });
 
   it("a spawner that dies kills its processes' groups and ends them as killed; the next spawn works", async () => {
-    const s = new Spawner({ PATH: process.env.PATH });
+    const s = new Spawner({ PATH: process.env.PATH }, { program });
     spawners.push(s);
     const r = await s.spawn({ id: "a", command: "exec sleep 100", cwd: "/", env: {} });
     if (!r.ok) throw new Error(r.detail);
@@ -81,7 +95,7 @@ describe("spawner", () => {
   });
 
   it("a failed spawn says why", async () => {
-    const s = new Spawner({ PATH: process.env.PATH });
+    const s = new Spawner({ PATH: process.env.PATH }, { program });
     spawners.push(s);
     const r = await s.spawn({ id: "a", command: "true", cwd: "/nonexistent-dir", env: {} });
     expect(r).toMatchObject({ ok: false, detail: expect.stringMatching(/ENOENT/) });

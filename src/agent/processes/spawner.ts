@@ -1,11 +1,35 @@
-// The agent's side of the spawner (spawner-main.js): it starts the spawner process, asks it
-// to fork, and hands each process's output and exit back as events. Forking from the small
-// spawner keeps the agent's event loop free and each fork as cheap as a bare Node process's.
+// The agent's side of the spawner (spawner.c, or spawner-main.js where it does not compile):
+// it starts the spawner process, asks it to fork, and hands each process's output and exit
+// back as events. Forking from the small spawner keeps the agent's event loop free, and from
+// spawner.c a fork costs what posix_spawn costs, whatever the agent's size.
 
-import { fork, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import { constants } from "node:os";
+import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
+import { nativeSpawner } from "./native-spawner.js";
+import { encodeEnv, encodeFrame, FrameReader } from "./spawner-frames.js";
 
 const SPAWNER_MAIN = fileURLToPath(new URL("./spawner-main.js", import.meta.url));
+const SPAWNER_C = fileURLToPath(new URL("./spawner.c", import.meta.url));
+/** The checkout's `dist/spawner`, beside the CLI's build. */
+const NATIVE_OUT = fileURLToPath(new URL("../../../dist/spawner", import.meta.url));
+
+/** How to run a spawner: a program and its arguments. */
+export type SpawnerProgram = readonly [string, ...string[]];
+
+/** The JavaScript spawner, run by this Node. */
+export const NODE_SPAWNER: SpawnerProgram = [process.execPath, SPAWNER_MAIN];
+
+/** The C spawner when it is (or can be) built here, else the JavaScript one. */
+export function defaultSpawnerProgram(): SpawnerProgram {
+  const native = nativeSpawner(SPAWNER_C, NATIVE_OUT);
+  return native === undefined ? NODE_SPAWNER : [native];
+}
+
+const SIGNAL_NAMES = new Map<number, string>(
+  Object.entries(constants.signals).map(([name, n]) => [n, name]),
+);
 
 export interface SpawnRequest {
   id: string;
@@ -42,13 +66,8 @@ export interface SpawnedProcess {
 
 export type SpawnOutcome = { ok: true; process: SpawnedProcess } | { ok: false; detail: string };
 
-type FromSpawner =
-  | { t: "spawned"; id: string; pid: number }
-  | { t: "failed"; id: string; message: string }
-  | { t: "data"; id: string; chunk: Uint8Array }
-  /** `closed`: the output had already ended, so no "close" follows. */
-  | { t: "exit"; id: string; code: number | null; signal: string | null; closed: boolean }
-  | { t: "close"; id: string };
+/** Its stdin and stdout are pipes: sockets, which can stop holding the event loop open. */
+type SpawnerChild = ChildProcessByStdio<Socket, Socket, null>;
 
 class Spawned implements SpawnedProcess, ProcessEvents {
   /** Events that arrived before `listen`, replayed to it in order. */
@@ -91,13 +110,17 @@ class Spawned implements SpawnedProcess, ProcessEvents {
 
 export class Spawner {
   readonly #env: NodeJS.ProcessEnv;
-  #child: ChildProcess | undefined;
-  readonly #pending = new Map<string, (o: SpawnOutcome) => void>();
-  readonly #live = new Map<string, Spawned>();
+  readonly #program: SpawnerProgram;
+  #child: SpawnerChild | undefined;
+  /** Handles name processes on the wire; the next one. */
+  #nextHandle = 1;
+  readonly #pending = new Map<number, (o: SpawnOutcome) => void>();
+  readonly #live = new Map<number, Spawned>();
 
   /** `env` is the base environment of every process. */
-  constructor(env: NodeJS.ProcessEnv) {
+  constructor(env: NodeJS.ProcessEnv, o: { program?: SpawnerProgram } = {}) {
     this.#env = env;
+    this.#program = o.program ?? defaultSpawnerProgram();
   }
 
   /** The spawner's process ID while it runs. */
@@ -106,85 +129,110 @@ export class Spawner {
   }
 
   spawn(req: SpawnRequest): Promise<SpawnOutcome> {
+    // A NUL would end the string early on the wire, and no exec can take one.
+    const texts = [req.command, req.cwd, ...Object.entries(req.env).flat()];
+    if (texts.some((t) => t.includes("\0")))
+      return Promise.resolve({
+        ok: false,
+        detail: "The command, directory or environment contains a NUL byte.",
+      });
     const child = this.#ensure();
+    const handle = this.#nextHandle;
+    this.#nextHandle = (this.#nextHandle % 0xfffffffe) + 1;
     return new Promise((resolve) => {
-      this.#pending.set(req.id, resolve);
+      this.#pending.set(handle, resolve);
       this.#updateRef();
-      child.send({ t: "spawn", ...req });
+      const payload = `${req.cwd}\0${req.command}\0${encodeEnv(req.env)}`;
+      child.stdin.write(encodeFrame("s", handle, Buffer.from(payload)));
     });
   }
 
   /** Stops the spawner; it kills whatever it still relays for. */
   close(): void {
-    this.#child?.disconnect();
+    this.#child?.stdin.end();
     this.#child = undefined;
   }
 
-  #ensure(): ChildProcess {
+  #ensure(): SpawnerChild {
     if (this.#child) return this.#child;
     // The spawner itself runs without loaders or options (NODE_OPTIONS would bring them back);
     // the processes it starts get the full base environment, sent first.
     const ownEnv = { ...process.env };
     delete ownEnv.NODE_OPTIONS;
-    const child = fork(SPAWNER_MAIN, [], {
+    const [command, ...args] = this.#program;
+    const child = spawn(command, args, {
       env: ownEnv,
-      execArgv: [],
-      serialization: "advanced",
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    child.on("message", (m: FromSpawner) => this.#receive(m));
+      stdio: ["pipe", "pipe", "inherit"],
+    }) as SpawnerChild;
+    const frames = new FrameReader();
+    child.stdout.on("data", (chunk: Buffer) =>
+      frames.push(chunk, (type, handle, payload) => this.#receive(type, handle, payload)),
+    );
+    child.stdin.on("error", () => {}); // it died: its exit says so (#lost)
     child.once("exit", () => this.#lost(child));
-    child.send({ t: "init", env: this.#env });
+    child.once("error", () => this.#lost(child)); // it could not start
+    child.stdin.write(encodeFrame("e", 0, Buffer.from(encodeEnv(this.#env))));
     // An idle spawner must not keep the agent alive on its own (see #updateRef).
     child.unref();
+    child.stdin.unref();
     this.#child = child;
     this.#updateRef();
     return child;
   }
 
-  /** The IPC channel keeps the event loop alive only while a spawn or a process is pending. */
+  /** The spawner's output keeps the event loop alive only while a spawn or a process is pending. */
   #updateRef(): void {
-    const channel = this.#child?.channel;
-    if (!channel) return;
-    if (this.#pending.size + this.#live.size > 0) channel.ref();
-    else channel.unref();
+    const out = this.#child?.stdout;
+    if (this.#pending.size + this.#live.size > 0) out?.ref();
+    else out?.unref();
   }
 
-  #receive(m: FromSpawner): void {
-    switch (m.t) {
-      case "spawned": {
+  #receive(type: string, handle: number, payload: Buffer): void {
+    switch (type) {
+      case "p": {
         // Stays live until its close: output relayed before the stop still arrives.
-        const p = new Spawned(m.pid, () => this.#child?.send({ t: "stop-reading", id: m.id }));
-        this.#live.set(m.id, p);
-        this.#settle(m.id, { ok: true, process: p });
+        const p = new Spawned(payload.readInt32LE(0), () =>
+          this.#child?.stdin.write(encodeFrame("r", handle)),
+        );
+        this.#live.set(handle, p);
+        this.#settle(handle, { ok: true, process: p });
         return;
       }
-      case "failed":
-        this.#settle(m.id, { ok: false, detail: m.message });
+      case "f":
+        this.#settle(handle, { ok: false, detail: payload.toString() });
         return;
-      case "data":
-        this.#live.get(m.id)?.data(m.chunk);
+      case "d":
+        this.#live.get(handle)?.data(payload);
         return;
-      case "exit":
-        this.#live.get(m.id)?.exit(m.code, m.signal);
-        if (m.closed) this.#closed(m.id);
+      case "x": {
+        const code = payload.readInt32LE(0);
+        const signal = payload.readInt32LE(4);
+        this.#live
+          .get(handle)
+          ?.exit(
+            code < 0 ? null : code,
+            signal === 0 ? null : (SIGNAL_NAMES.get(signal) ?? `signal ${signal}`),
+          );
+        // The output had already ended: no close follows.
+        if (payload[8] === 1) this.#closed(handle);
         return;
-      case "close":
-        this.#closed(m.id);
+      }
+      case "c":
+        this.#closed(handle);
         return;
     }
   }
 
-  #closed(id: string): void {
-    const p = this.#live.get(id);
-    this.#live.delete(id);
+  #closed(handle: number): void {
+    const p = this.#live.get(handle);
+    this.#live.delete(handle);
     this.#updateRef();
     p?.close();
   }
 
-  #settle(id: string, outcome: SpawnOutcome): void {
-    const resolve = this.#pending.get(id);
-    this.#pending.delete(id);
+  #settle(handle: number, outcome: SpawnOutcome): void {
+    const resolve = this.#pending.get(handle);
+    this.#pending.delete(handle);
     this.#updateRef();
     resolve?.(outcome);
   }
@@ -194,14 +242,14 @@ export class Spawner {
    * groups and let each end as killed, so no waiter waits forever; the next spawn starts a
    * new spawner.
    */
-  #lost(child: ChildProcess): void {
+  #lost(child: SpawnerChild): void {
     if (this.#child === child) this.#child = undefined;
-    for (const [id, resolve] of this.#pending) {
-      this.#pending.delete(id);
+    for (const [handle, resolve] of this.#pending) {
+      this.#pending.delete(handle);
       resolve({ ok: false, detail: "The process spawner exited." });
     }
-    for (const [id, p] of this.#live) {
-      this.#live.delete(id);
+    for (const [handle, p] of this.#live) {
+      this.#live.delete(handle);
       try {
         process.kill(-p.pid, "SIGKILL");
       } catch {
