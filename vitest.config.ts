@@ -71,6 +71,8 @@ const DB = [
 ];
 const ALL = ["src/**/*.test.ts", "test/**/*.test.ts"];
 const shared = { testTimeout: 20_000, hookTimeout: 20_000 };
+/** Made once per run: the migrated PGlite that every test's fresh database starts from. */
+const globalSetup = ["test/support/global-setup.ts"];
 
 export default defineConfig({
   test: {
@@ -78,9 +80,15 @@ export default defineConfig({
     // Most e2e files wait on child processes and sockets, so two files at a time use both cores.
     maxWorkers: 2,
     projects: [
-      { test: { ...shared, name: "unit", include: UNIT } },
-      { test: { ...shared, name: "db", include: DB, exclude: UNIT } },
-      { test: { ...shared, name: "e2e", include: ALL, exclude: [...UNIT, ...DB] } },
+      // Unit and database files share their modules within a worker (isolate: false): each
+      // file re-importing the sources and opening its own PGlite cost more than its tests.
+      // Their tests hold no process-wide state between files (no fake timers, env or globals
+      // left behind); e2e files, with servers, agents and signals, keep a module graph each.
+      { test: { ...shared, name: "unit", include: UNIT, isolate: false } },
+      { test: { ...shared, name: "db", include: DB, exclude: UNIT, isolate: false, globalSetup } },
+      {
+        test: { ...shared, name: "e2e", include: ALL, exclude: [...UNIT, ...DB], globalSetup },
+      },
     ],
   },
 });

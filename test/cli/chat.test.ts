@@ -15,9 +15,10 @@ import {
   api,
   BIN,
   chatReaches,
+  seedEmbeddedDatabase,
   startServerProcess,
-  workspaceIn,
   type ServerProcess,
+  workspaceIn,
 } from "../support/server.ts";
 import { runInPty, type PtyProcess } from "./pty.ts";
 
@@ -33,6 +34,7 @@ let token: string;
 
 beforeAll(async () => {
   home = await mkdtemp(path.join(os.tmpdir(), "tether-cli-"));
+  await seedEmbeddedDatabase(path.join(home, "data"));
   server = await startServerProcess(
     ["--data-dir", path.join(home, "data"), "--workspace-dir", await workspaceIn(home)],
     home,

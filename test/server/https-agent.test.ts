@@ -13,7 +13,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestAgent, type TestAgent } from "../support/agent.ts";
-import { api, startServerProcess, type ServerProcess } from "../support/server.ts";
+import {
+  api,
+  seedEmbeddedDatabase,
+  startServerProcess,
+  type ServerProcess,
+} from "../support/server.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -104,6 +109,7 @@ describe("https workspace agents", () => {
       if (which === "trusted") trustedUrl = url;
       else untrustedUrl = url;
     }
+    await seedEmbeddedDatabase(path.join(dir, "data"));
     server = await startServerProcess(
       ["--data-dir", path.join(dir, "data"), "--no-local-workspace", "--model", "demo"],
       dir,

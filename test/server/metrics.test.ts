@@ -9,7 +9,12 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { api, parseExposition, startServerProcess } from "../support/server.ts";
+import {
+  api,
+  parseExposition,
+  seedEmbeddedDatabase,
+  startServerProcess,
+} from "../support/server.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -44,6 +49,7 @@ describe("GET /metrics and the server log", () => {
     cleanups.push(() => fake.close());
     const home = await tempDir();
     const ws = await tempDir();
+    await seedEmbeddedDatabase(path.join(home, "data"));
     const server = await startServerProcess(
       ["--data-dir", path.join(home, "data"), "--workspace-dir", ws],
       home,

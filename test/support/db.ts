@@ -3,8 +3,9 @@
 // tests ever share data, so test files can run in parallel.
 
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import pg from "pg";
-import { afterEach, beforeEach, describe } from "vitest";
+import { afterEach, beforeEach, describe, inject } from "vitest";
 import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPglite } from "../../src/chatd/db/pglite.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
@@ -88,12 +89,18 @@ export async function openTestDatabase(
   return kind === "pglite" ? openTestPglite(migrated) : openTestPostgres(migrated);
 }
 
-/** initdb takes seconds; a data directory made once per test file loads in under one. */
+/**
+ * initdb takes seconds; a data directory made once loads in under one. The migrated one comes
+ * from the run's global setup (global-setup.ts) when there is one, else it is made here, once
+ * per module instance (per test file, or per worker where files share modules).
+ */
 const templates = new Map<boolean, Promise<Blob>>();
 function pgliteTemplate(migrated: boolean): Promise<Blob> {
   let template = templates.get(migrated);
   if (!template) {
+    const made = migrated ? inject("pgliteTemplate") : undefined;
     template = (async () => {
+      if (made !== undefined) return new Blob([await readFile(made)]);
       const db = await openPglite();
       try {
         if (migrated) await migrate(db);

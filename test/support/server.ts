@@ -4,9 +4,12 @@
 // crash leaves it running, by design) killed too.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { inject } from "vitest";
+import { openPglite } from "../../src/chatd/db/pglite.ts";
 import { defaultDataDir } from "../../src/cli/server-state.ts";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
@@ -18,6 +21,24 @@ export interface ServerProcess {
   stderr(): string;
   /** The stderr lines that are JSON log lines, parsed. */
   logLines(): Record<string, unknown>[];
+}
+
+/**
+ * Gives a data dir that has no embedded database yet the migrated one of the run's global setup
+ * (test/support/global-setup.ts), so the server's first start skips initdb and the migrations —
+ * seconds of CPU — and is otherwise a first start: no user, workspace, model or key. For tests
+ * of what happens after the database exists; those of a real first start do not call it.
+ */
+export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
+  const db = path.join(dataDir, "db");
+  if (existsSync(db)) return;
+  const template = inject("pgliteTemplate");
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const seeded = await openPglite({
+    dataDir: db,
+    loadDataDir: new Blob([await readFile(template)]),
+  });
+  await seeded.close();
 }
 
 /**
@@ -113,6 +134,7 @@ export async function startServerInHome(
   cleanup(() => rm(home, { recursive: true, force: true }));
   const ws = await workspaceIn(home);
   await o.prepare?.(ws);
+  await seedEmbeddedDatabase(path.join(home, "data"));
   const model =
     o.modelUrl === undefined
       ? []

@@ -18,7 +18,7 @@ import {
   shot as saveShot,
   useCleanups,
 } from "../support/browser.ts";
-import { startServerProcess, workspaceIn } from "../support/server.ts";
+import { seedEmbeddedDatabase, startServerProcess, workspaceIn } from "../support/server.ts";
 
 const PASSWORD = "correct horse battery";
 const NEW_PASSWORD = "a battery staple horse";
@@ -29,6 +29,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI: admin and tokens", () => {
   it("models, users, tokens, workspaces and the audit log, at desktop and phone size", async () => {
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-admin-"));
     cleanup(() => rm(home, { recursive: true, force: true }));
+    await seedEmbeddedDatabase(path.join(home, "data"));
     const server = await startServerProcess(
       [
         "--data-dir",

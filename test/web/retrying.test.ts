@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CHROMIUM, launchBrowser, openPage, shot, useCleanups } from "../support/browser.ts";
-import { api, startServerProcess, workspaceIn } from "../support/server.ts";
+import { api, seedEmbeddedDatabase, startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 const EMAIL = "retry@example.com";
@@ -38,6 +38,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI with a failing model", () => {
   it("a provider at a closed port: the chat shows it retrying and why, then the turn ends in error", async () => {
     const home = await mkdtemp(path.join(os.tmpdir(), "tether-web-retry-"));
     cleanup(() => rm(home, { recursive: true, force: true }));
+    await seedEmbeddedDatabase(path.join(home, "data"));
     const server = await startServerProcess(
       [
         "--data-dir",

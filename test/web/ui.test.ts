@@ -20,7 +20,7 @@ import {
   useCleanups,
 } from "../support/browser.ts";
 import { startFakeProvider } from "../support/fake-provider.ts";
-import { startServerProcess, workspaceIn } from "../support/server.ts";
+import { seedEmbeddedDatabase, startServerProcess, workspaceIn } from "../support/server.ts";
 
 const cleanup = useCleanups();
 
@@ -41,6 +41,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI", () => {
         },
       ],
     });
+    await seedEmbeddedDatabase(path.join(home, "data"));
     const server = await startServerProcess(
       ["--data-dir", path.join(home, "data"), "--workspace-dir", await workspaceIn(home)],
       home,
