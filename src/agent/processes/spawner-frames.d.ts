@@ -2,6 +2,8 @@
 
 export function encodeFrame(type: string, handle: number, payload?: Uint8Array): Buffer;
 
+export class FrameError extends Error {}
+
 export class FrameReader {
   push(chunk: Buffer, onFrame: (type: string, handle: number, payload: Buffer) => void): void;
 }

@@ -13,6 +13,9 @@ export function encodeFrame(type, handle, payload) {
   return b;
 }
 
+/** A byte stream that is not frames: its writer is broken. */
+export class FrameError extends Error {}
+
 /** Collects a byte stream's chunks and hands on each complete frame. */
 export class FrameReader {
   #pending = Buffer.alloc(0);
@@ -22,7 +25,7 @@ export class FrameReader {
     let buf = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     while (buf.length >= 4) {
       const len = buf.readUInt32LE(0);
-      if (len < 5) throw new Error(`bad frame: ${len} bytes`);
+      if (len < 5) throw new FrameError(`bad frame: ${len} bytes`);
       if (buf.length < 4 + len) break;
       onFrame(String.fromCharCode(buf[4]), buf.readUInt32LE(5), buf.subarray(9, 4 + len));
       buf = buf.subarray(4 + len);

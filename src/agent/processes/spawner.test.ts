@@ -101,3 +101,16 @@ describe.each([
     expect(r).toMatchObject({ ok: false, detail: expect.stringMatching(/ENOENT/) });
   });
 });
+
+describe("the spawner's stream", () => {
+  it("a spawner that writes something other than frames is stopped, and what waited on it fails", async () => {
+    // Four bytes that say a frame of 1 byte, shorter than any frame's type and handle.
+    const s = new Spawner(
+      { PATH: process.env.PATH },
+      { program: ["sh", "-c", "printf '\\001\\000\\000\\000x'; exec sleep 100"] },
+    );
+    spawners.push(s);
+    const r = await s.spawn({ id: "a", command: "true", cwd: "/", env: {} });
+    expect(r).toEqual({ ok: false, detail: "The process spawner exited." });
+  });
+});

@@ -8,7 +8,7 @@ import { constants } from "node:os";
 import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { nativeSpawner } from "./native-spawner.js";
-import { encodeEnv, encodeFrame, FrameReader } from "./spawner-frames.js";
+import { encodeEnv, encodeFrame, FrameError, FrameReader } from "./spawner-frames.js";
 
 const SPAWNER_MAIN = fileURLToPath(new URL("./spawner-main.js", import.meta.url));
 const SPAWNER_C = fileURLToPath(new URL("./spawner.c", import.meta.url));
@@ -165,9 +165,14 @@ export class Spawner {
       stdio: ["pipe", "pipe", "inherit"],
     }) as SpawnerChild;
     const frames = new FrameReader();
-    child.stdout.on("data", (chunk: Buffer) =>
-      frames.push(chunk, (type, handle, payload) => this.#receive(type, handle, payload)),
-    );
+    child.stdout.on("data", (chunk: Buffer) => {
+      try {
+        frames.push(chunk, (type, handle, payload) => this.#receive(type, handle, payload));
+      } catch (err) {
+        if (!(err instanceof FrameError)) throw err;
+        child.kill("SIGKILL"); // it wrote something other than frames: its exit ends its processes
+      }
+    });
     child.stdin.on("error", () => {}); // it died: its exit says so (#lost)
     child.once("exit", () => this.#lost(child));
     child.once("error", () => this.#lost(child)); // it could not start
