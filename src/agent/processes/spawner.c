@@ -4,10 +4,10 @@
 // copy-on-write fault; from a Node process that costs milliseconds of CPU per command on small
 // virtual machines, more than the command `true` itself. posix_spawn(3) starts the shell with
 // vfork semantics (glibc: clone(CLONE_VM | CLONE_VFORK)): nothing is copied, whatever the size.
-// The agent compiles this file with the system's C compiler when it can (native-spawner.ts) and
+// The agent compiles this file with the system's C compiler when it can (native-spawner.js) and
 // uses spawner-main.js when it cannot; both speak the protocol below.
 //
-// Protocol (spawner-protocol.ts): frames on stdin (from the agent) and stdout (to it), each
+// Protocol (spawner-frames.js): frames on stdin (from the agent) and stdout (to it), each
 //   u32 length of what follows (little-endian) | u8 type | u32 handle | payload
 // from the agent:
 //   'e' the base environment of every process: "K=V\0"...
@@ -17,6 +17,7 @@
 //   'p' spawned: i32 pid                   'f' failed: the reason, as text
 //   'd' output bytes (stdout and stderr)   'x' exit: i32 code | i32 signal | u8 closed
 //   'c' no more output comes ('x' with closed = 1 stands for both)
+// (an exit's code is -1 when a signal ended the shell, its signal 0 when none did)
 // End of file on stdin means the agent is gone: every process group started is killed, and
 // the spawner exits. Output is read only while what waits to go to the agent is small, so a
 // child that writes faster than the agent reads blocks on its pipe (backpressure).
