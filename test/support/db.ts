@@ -10,6 +10,7 @@ import { migrate } from "../../src/chatd/db/migrate.ts";
 import { openPglite } from "../../src/chatd/db/pglite.ts";
 import { openPostgres } from "../../src/chatd/db/postgres.ts";
 import type { Database } from "../../src/chatd/db/types.ts";
+import { dumpPgliteTemplate } from "./pglite-template.ts";
 
 export const TEST_DATABASE_URL_ENV = "TETHER_TEST_DATABASE_URL";
 /** The first PGlite of a test file runs initdb and the migrations: seconds, more under load. */
@@ -95,20 +96,14 @@ export async function openTestDatabase(
  * per module instance (per test file, or per worker where files share modules).
  */
 const templates = new Map<boolean, Promise<Blob>>();
-function pgliteTemplate(migrated: boolean): Promise<Blob> {
+export function pgliteTemplate(migrated: boolean): Promise<Blob> {
   let template = templates.get(migrated);
   if (!template) {
     const made = migrated ? inject("pgliteTemplate") : undefined;
-    template = (async () => {
-      if (made !== undefined) return new Blob([await readFile(made)]);
-      const db = await openPglite();
-      try {
-        if (migrated) await migrate(db);
-        return await db.dump();
-      } finally {
-        await db.close();
-      }
-    })();
+    template =
+      made === undefined
+        ? dumpPgliteTemplate(migrated)
+        : readFile(made).then((bytes) => new Blob([bytes]));
     templates.set(migrated, template);
   }
   return template;

@@ -6,8 +6,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { migrate } from "../../src/chatd/db/migrate.ts";
-import { openPglite } from "../../src/chatd/db/pglite.ts";
+import { dumpPgliteTemplate } from "./pglite-template.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -19,13 +18,7 @@ declare module "vitest" {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "tether-test-template-"));
   const file = path.join(dir, "migrated.tar");
-  const db = await openPglite();
-  try {
-    await migrate(db);
-    await writeFile(file, Buffer.from(await (await db.dump()).arrayBuffer()));
-  } finally {
-    await db.close();
-  }
+  await writeFile(file, Buffer.from(await (await dumpPgliteTemplate(true)).arrayBuffer()));
   project.provide("pgliteTemplate", file);
   return () => rm(dir, { recursive: true, force: true });
 }

@@ -8,9 +8,9 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { inject } from "vitest";
 import { openPglite } from "../../src/chatd/db/pglite.ts";
 import { defaultDataDir } from "../../src/cli/server-state.ts";
+import { pgliteTemplate } from "./db.ts";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
 
@@ -32,12 +32,8 @@ export interface ServerProcess {
 export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
   const db = path.join(dataDir, "db");
   if (existsSync(db)) return;
-  const template = inject("pgliteTemplate");
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const seeded = await openPglite({
-    dataDir: db,
-    loadDataDir: new Blob([await readFile(template)]),
-  });
+  const seeded = await openPglite({ dataDir: db, loadDataDir: await pgliteTemplate(true) });
   await seeded.close();
 }
 

@@ -110,7 +110,8 @@ class Spawned implements SpawnedProcess, ProcessEvents {
 
 export class Spawner {
   readonly #env: NodeJS.ProcessEnv;
-  readonly #program: SpawnerProgram;
+  /** Chosen at the first spawn: finding (or building) and probing the C one runs processes. */
+  #program: SpawnerProgram | undefined;
   #child: SpawnerChild | undefined;
   /** Handles name processes on the wire; the next one. */
   #nextHandle = 1;
@@ -120,7 +121,7 @@ export class Spawner {
   /** `env` is the base environment of every process. */
   constructor(env: NodeJS.ProcessEnv, o: { program?: SpawnerProgram } = {}) {
     this.#env = env;
-    this.#program = o.program ?? defaultSpawnerProgram();
+    this.#program = o.program;
   }
 
   /** The spawner's process ID while it runs. */
@@ -159,6 +160,7 @@ export class Spawner {
     // the processes it starts get the full base environment, sent first.
     const ownEnv = { ...process.env };
     delete ownEnv.NODE_OPTIONS;
+    this.#program ??= defaultSpawnerProgram();
     const [command, ...args] = this.#program;
     const child = spawn(command, args, {
       env: ownEnv,
