@@ -1,7 +1,8 @@
 // What the browser tests share: Debian's chromium (skipped with a clear message when missing),
 // launched headless with the flags CI needs; pages at desktop or phone size that record page
-// and console errors; screenshots into test-artifacts/web/; and cleanups that all run after
-// each test, even when one fails (a server left running outlives the test run).
+// and console errors; screenshots into test-artifacts/web/ when TETHER_TEST_SHOTS=1 is set; and
+// cleanups that all run after each test, even when one fails (a server left running outlives
+// the test run).
 
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
@@ -68,8 +69,16 @@ export async function openPage(browser: Browser, size: Viewport, errors: string[
   return page;
 }
 
-/** A full-page screenshot at test-artifacts/web/<name>.png. */
+/**
+ * Whether shot() writes its screenshots. They are for a person to look at, not checks, and a
+ * full-page PNG costs chromium up to a second on 2 cores: about a fifth of the browser files'
+ * time, so a suite run takes them only when asked.
+ */
+export const SHOTS = process.env.TETHER_TEST_SHOTS === "1";
+
+/** A full-page screenshot at test-artifacts/web/<name>.png, when SHOTS. */
 export async function shot(page: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 

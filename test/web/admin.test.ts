@@ -2,7 +2,8 @@
 // playwright-core) against a real `bin/tether server` with the demo model: models (the API
 // key never reaches the page), users and roles, an API token shown once and dead right after
 // its revocation, workspaces with their health, and the audit log of all that. Screenshots of
-// every section at desktop and phone size go to test-artifacts/web/admin-*.png.
+// every section at desktop and phone size go to test-artifacts/web/admin-*.png (with
+// TETHER_TEST_SHOTS=1).
 
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";

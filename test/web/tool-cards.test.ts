@@ -11,6 +11,7 @@ import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
   ARTIFACTS,
+  SHOTS,
   CHROMIUM,
   launchBrowser,
   openPage,
@@ -75,7 +76,7 @@ async function cardShot(card: Locator, name: string): Promise<void> {
       .map((hit) => hit?.className ?? "nothing");
   });
   expect(covered, `${name}: drawn over the card`).toEqual([]);
-  await card.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+  if (SHOTS) await card.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
 }
 
 /** Whether the box's label shows all of its text (not cut off by an ellipsis or a clamp). */
@@ -288,7 +289,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     await shot(page, "cards-desktop");
     // The screen as a person sees it: the Markdown answer and the failed command under it.
     await page.evaluate("scrollTo(0, 0)");
-    await page.screenshot({ path: path.join(ARTIFACTS, "cards-view-desktop.png") });
+    if (SHOTS) await page.screenshot({ path: path.join(ARTIFACTS, "cards-view-desktop.png") });
 
     // The same chat on a phone: every card fits the screen's width.
     const phone: Page = await openPage(browser, "phone", errors);
