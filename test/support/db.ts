@@ -109,8 +109,14 @@ export function pgliteTemplate(migrated: boolean): Promise<Blob> {
   return template;
 }
 
+/** A test's PGlite holds a few rows: a small buffer pool, zeroed at each open, starts sooner. */
+export const TEST_SHARED_BUFFERS_MB = 8;
+
 async function openTestPglite(migrated: boolean): Promise<TestDatabase> {
-  const db = await openPglite({ loadDataDir: await pgliteTemplate(migrated) });
+  const db = await openPglite({
+    loadDataDir: await pgliteTemplate(migrated),
+    sharedBuffersMb: TEST_SHARED_BUFFERS_MB,
+  });
   return {
     kind: "pglite",
     db,

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { openPglite } from "../../src/chatd/db/pglite.ts";
 import { defaultDataDir } from "../../src/cli/server-state.ts";
-import { pgliteTemplate } from "./db.ts";
+import { pgliteTemplate, TEST_SHARED_BUFFERS_MB } from "./db.ts";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/tether");
 
@@ -33,7 +33,11 @@ export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
   const db = path.join(dataDir, "db");
   if (existsSync(db)) return;
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const seeded = await openPglite({ dataDir: db, loadDataDir: await pgliteTemplate(true) });
+  const seeded = await openPglite({
+    dataDir: db,
+    loadDataDir: await pgliteTemplate(true),
+    sharedBuffersMb: TEST_SHARED_BUFFERS_MB,
+  });
   await seeded.close();
 }
 
