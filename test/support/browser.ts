@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { afterEach } from "vitest";
 
 export const CHROMIUM = [
@@ -74,12 +74,21 @@ export async function openPage(browser: Browser, size: Viewport, errors: string[
  * full-page PNG costs chromium up to a second on 2 cores: about a fifth of the browser files'
  * time, so a suite run takes them only when asked.
  */
-export const SHOTS = process.env.TETHER_TEST_SHOTS === "1";
+const SHOTS = process.env.TETHER_TEST_SHOTS === "1";
 
-/** A full-page screenshot at test-artifacts/web/<name>.png, when SHOTS. */
-export async function shot(page: Page, name: string): Promise<void> {
+/**
+ * A screenshot at test-artifacts/web/<name>.png, when SHOTS: of a whole page (only what is in
+ * view with `o.view`), or of one element.
+ */
+export async function shot(
+  target: Page | Locator,
+  name: string,
+  o: { view?: boolean } = {},
+): Promise<void> {
   if (!SHOTS) return;
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const file = path.join(ARTIFACTS, `${name}.png`);
+  if ("goto" in target) await target.screenshot({ path: file, fullPage: !o.view });
+  else await target.screenshot({ path: file });
 }
 
 /** The page's whole HTML (to check that no secret is in it). */

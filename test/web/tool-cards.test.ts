@@ -9,15 +9,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import {
-  ARTIFACTS,
-  SHOTS,
-  CHROMIUM,
-  launchBrowser,
-  openPage,
-  shot,
-  useCleanups,
-} from "../support/browser.ts";
+import { CHROMIUM, launchBrowser, openPage, shot, useCleanups } from "../support/browser.ts";
 import { startFakeProvider, type FakeStep } from "../support/fake-provider.ts";
 import { startServerInHome } from "../support/server.ts";
 
@@ -76,7 +68,7 @@ async function cardShot(card: Locator, name: string): Promise<void> {
       .map((hit) => hit?.className ?? "nothing");
   });
   expect(covered, `${name}: drawn over the card`).toEqual([]);
-  if (SHOTS) await card.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+  await shot(card, name);
 }
 
 /** Whether the box's label shows all of its text (not cut off by an ellipsis or a clamp). */
@@ -289,7 +281,7 @@ describe.skipIf(CHROMIUM === undefined)("web UI tool cards and Markdown", () => 
     await shot(page, "cards-desktop");
     // The screen as a person sees it: the Markdown answer and the failed command under it.
     await page.evaluate("scrollTo(0, 0)");
-    if (SHOTS) await page.screenshot({ path: path.join(ARTIFACTS, "cards-view-desktop.png") });
+    await shot(page, "cards-view-desktop", { view: true });
 
     // The same chat on a phone: every card fits the screen's width.
     const phone: Page = await openPage(browser, "phone", errors);
