@@ -63,23 +63,23 @@ const conversationShifts = async (page: Page): Promise<Shift[]> =>
 const words = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(" ");
 
-/** A turn that streams reasoning, text and a command printing a line every 50 ms, then an answer. */
+/** A turn that streams reasoning, text and a command printing a line every 30 ms, then an answer. */
 const turn = (tag: string): FakeStep[] => [
   {
     reasoning: words(`${tag}-thought`, 40),
     text: words(`${tag}-word`, 60),
-    delayMs: 15,
+    delayMs: 10,
     toolCalls: [
       {
         name: "execute",
         args: {
-          command: `for i in $(seq 1 40); do echo ${tag}-line $i; sleep 0.05; done`,
+          command: `for i in $(seq 1 40); do echo ${tag}-line $i; sleep 0.03; done`,
           timeout: "60s",
         },
       },
     ],
   },
-  { text: `${words(`${tag}-answer`, 80)} ${tag}-done`, delayMs: 15 },
+  { text: `${words(`${tag}-answer`, 80)} ${tag}-done`, delayMs: 10 },
 ];
 
 describe.skipIf(CHROMIUM === undefined)("web UI layout while streaming", () => {
