@@ -1,9 +1,15 @@
 // Once per run of the database and end-to-end projects: the migrated PGlite data directory
 // every test's fresh database starts from (test/support/db.ts), made here rather than by each
 // test file — initdb and the migrations cost seconds of CPU, and there are dozens of files.
+//
+// The tarball is kept in node_modules/.cache under a hash of everything that makes it (the
+// database code and its migrations, the template's code, PGlite's version), so the second
+// project of a run, and every later run of an unchanged schema, reads it instead of making it
+// again; a change to any of those makes a new one.
 
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { createHash, randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { dumpPgliteTemplate } from "./pglite-template.ts";
@@ -15,10 +21,55 @@ declare module "vitest" {
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "tether-test-template-"));
-  const file = path.join(dir, "migrated.tar");
-  await writeFile(file, Buffer.from(await (await dumpPgliteTemplate(true)).arrayBuffer()));
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const CACHE_DIR = path.join(ROOT, "node_modules/.cache/tether-test");
+const PREFIX = "pglite-template-";
+/** Another schema's template is removed once it is this old. */
+const STALE_MS = 60 * 60_000;
+
+/** Every file under `dir`, recursively, in a stable order. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .flatMap((e) => {
+      const p = path.join(dir, e.name);
+      return e.isDirectory() ? filesUnder(p) : [p];
+    });
+}
+
+/** A hash of what the template is made from: a change to any of it makes a new one. */
+function templateKey(): string {
+  const h = createHash("sha256");
+  const inputs = [
+    ...filesUnder(path.join(ROOT, "src/chatd/db")).filter((f) => !f.endsWith(".test.ts")),
+    path.join(ROOT, "test/support/pglite-template.ts"),
+    path.join(ROOT, "node_modules/@electric-sql/pglite/package.json"),
+  ];
+  for (const f of inputs) h.update(path.relative(ROOT, f)).update("\0").update(readFileSync(f));
+  return h.digest("hex").slice(0, 24);
+}
+
+export default async function setup(project: TestProject): Promise<void> {
+  const file = path.join(CACHE_DIR, `${PREFIX}${templateKey()}.tar`);
+  const made = await stat(file).then(
+    (s) => s.size > 0,
+    () => false,
+  );
+  if (!made) {
+    await mkdir(CACHE_DIR, { recursive: true });
+    const tar = Buffer.from(await (await dumpPgliteTemplate(true)).arrayBuffer());
+    // Written whole under another name first: a run that reads it never sees half of it.
+    const partial = `${file}.${randomBytes(6).toString("hex")}.partial`;
+    await writeFile(partial, tar);
+    await rename(partial, file);
+    // Other schemas' templates go once an hour old (a run of another checkout state that
+    // started just now may still read its own).
+    for (const old of await readdir(CACHE_DIR)) {
+      const p = path.join(CACHE_DIR, old);
+      if (!old.startsWith(PREFIX) || p === file) continue;
+      const s = await stat(p).catch(() => undefined);
+      if (s && Date.now() - s.mtimeMs > STALE_MS) await rm(p, { force: true });
+    }
+  }
   project.provide("pgliteTemplate", file);
-  return () => rm(dir, { recursive: true, force: true });
 }
