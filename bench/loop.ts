@@ -10,6 +10,9 @@
 // Also prints the worker's database round trips per step, by statement (the whole run's
 // statements, the final text step, turn finish and the 50 ms acquisition poll included, over
 // chats x steps), and its committed transactions per turn.
+// A durable step ends when its result's commit answers, stamped in this process (StampingFeed);
+// each loop, the in-memory one too, runs one uncounted turn first, and each counts `--chats` (40)
+// turns: 200 steps, so a p99 is not one step's hiccup.
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -18,6 +21,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { streamText, type ModelMessage } from "ai";
 import { openDatabase, type Database } from "../src/chatd/db/index.ts";
+import { MessageFeed, type HistoryMove } from "../src/chatd/message-feed.ts";
 import { StreamBuffer } from "../src/chatd/stream.ts";
 import { runTool, toolDeclarations } from "../src/chatd/tools/index.ts";
 import {
@@ -35,14 +39,17 @@ import { startFakeProvider } from "../test/support/fake-provider.ts";
 import { CountingDatabase, roundTripLines } from "./round-trips.ts";
 import { fmt, numberFlags, startAgent, stats } from "./support.ts";
 
-const { chats, steps, earlier } = numberFlags({ chats: 20, steps: 5, earlier: 1_000 });
+const { chats, steps, earlier } = numberFlags({ chats: 40, steps: 5, earlier: 1_000 });
 
 const fake = await startFakeProvider();
 let callSeq = 0;
 // Every request: one execute of `true`, until the conversation holds `steps` tool results.
+// Enough answers for every turn of the run (steps + 1 requests each): the in-memory loop's, the
+// PGlite and Postgres loops' (each `chats` and one of warm-up) and the fresh and long chats'
+// (2 x `chats` and one), and a margin for retried attempts.
 fake.script(
   ...Array.from(
-    { length: (chats + 1) * (steps + 1) * 4 + 100 },
+    { length: (5 * chats + 4) * (steps + 1) + 100 },
     () => (req: { messages: { role: string }[] }) => {
       const done = req.messages.filter((m) => m.role === "tool").length;
       return done >= steps
@@ -57,6 +64,21 @@ const dir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-"));
 const agentProc = await startAgent(dir);
 await new Promise((r) => setTimeout(r, 2_100)); // past the agent's age margin
 const client = new AgentClient({ baseUrl: agentProc.url });
+
+/**
+ * The worker's feed of committed messages, stamping each message with the moment its commit
+ * answered (performance.now(), in this process): a step's end. The database's own stamps cannot
+ * say it — `now()` is a transaction's start, and PGlite's clock counts whole milliseconds, which
+ * rounds a 10 ms step by up to 10 %.
+ */
+class StampingFeed extends MessageFeed {
+  readonly committedAt = new Map<string, number>();
+  override publish(chatId: string, moved: HistoryMove): void {
+    const at = performance.now();
+    for (const m of moved.messages) this.committedAt.set(m.id, at);
+    super.publish(chatId, moved);
+  }
+}
 
 /** The in-memory loop: the same model, tools and agent; history in an array. */
 async function inMemoryTurn(): Promise<number[]> {
@@ -171,8 +193,10 @@ async function durableTurnsOf(
   );
   const m = await model();
   const counted = new CountingDatabase(db);
+  const feed = new StampingFeed();
   const worker = new Worker({
     db: counted,
+    feed,
     buffer: new StreamBuffer(),
     agentAnswerTimeoutMs: 60_000,
     toolResultBudgetBytes: 32 * 1024,
@@ -184,34 +208,37 @@ async function durableTurnsOf(
   const perStep: number[][] = earlierOf.map(() => []);
   counted.start();
   try {
-    for (let k = 0; k < chats * earlierOf.length; k++) {
-      const slot = k % earlierOf.length;
-      const n = earlierOf[slot]!;
+    // Chat -1 warms the worker, its pool and the agent up, as the in-memory loop's first turn
+    // does; its steps are not counted.
+    for (let k = -1; k < chats * earlierOf.length; k++) {
+      const slot = Math.max(k, 0) % earlierOf.length;
+      const n = k < 0 ? 0 : earlierOf[slot]!;
       const chat = await createChat(db, {
         ownerId: userId,
         workspaceId,
         modelConfigId: modelId,
         ...(n === 0 && { message: "go" }),
       });
+      let sent = performance.now();
       if (n > 0) {
         await seedEarlier(db, chat.id, n);
         await sendMessage(db, chat.id, userId, "go", "queue");
+        sent = performance.now();
       }
       while ((await loadChat(db, chat.id))!.status !== "waiting")
         await new Promise((r) => setTimeout(r, 20));
-      // Step i ends when its result commits; the database clock stamps every commit, to the
-      // microsecond (a Date would round each stamp to the millisecond, and a step to 1 ms).
+      // The first step starts when the message is in; each step ends when its result commits
+      // (StampingFeed).
       const history = await loadHistory(db, chat.id);
       const since = history.slice(history.findLastIndex((h) => h.boundary) + 1);
-      const stamps = await db.query<{ id: string; ms: number }>(
-        "SELECT id::text AS id, extract(epoch FROM created_at)::float8 * 1000 AS ms FROM chat_messages WHERE chat_id = $1",
-        [chat.id],
-      );
-      const msOf = new Map(stamps.rows.map((r) => [r.id, Number(r.ms)]));
-      const marks = since
-        .filter((h) => h.role === "user" || h.content.some((p) => p.type === "tool-result"))
-        .map((h) => msOf.get(h.id)!);
-      for (let i = 1; i < marks.length; i++) perStep[slot]!.push(marks[i]! - marks[i - 1]!);
+      const marks = [
+        sent,
+        ...since
+          .filter((h) => h.content.some((p) => p.type === "tool-result"))
+          .map((h) => feed.committedAt.get(h.id)!),
+      ];
+      if (k >= 0)
+        for (let i = 1; i < marks.length; i++) perStep[slot]!.push(marks[i]! - marks[i - 1]!);
     }
   } finally {
     counted.stop();
