@@ -111,7 +111,7 @@ describe.skipIf(!HAS_DOCKER)("examples/templates/docker", () => {
     await s.waitRunning(w.id, 120_000);
     const autostops = async () => (await s.builds(w.id)).filter((b) => b.reason === "autostop");
 
-    const chat = await s.chat(w.id, "$ sleep 7 && echo slept > slept.txt && echo slept");
+    const chat = await s.chat(w.id, "$ sleep 5 && echo slept > slept.txt && echo slept");
     const long = await s.settle(chat, 60_000);
     expect(toolResults(long.messages)).toMatchObject([{ status: "completed", output: "slept\n" }]);
     expect(await autostops()).toEqual([]);

@@ -123,23 +123,23 @@ describe.skipIf(!HAS_TERRAFORM)("examples/templates/local", () => {
     await s.waitRunning(id);
     const autostops = async () => (await s.builds(id)).filter((b) => b.reason === "autostop");
 
-    // A foreground command twice as long as the TTL: it completes, nothing stopped it.
-    const chat = await s.chat(id, "$ sleep 7 && echo slept");
+    // A foreground command 2 s longer than the TTL: it completes, nothing stopped it.
+    const chat = await s.chat(id, "$ sleep 5 && echo slept");
     const long = await s.settle(chat);
     expect(toolResults(long.messages)).toMatchObject([{ status: "completed", output: "slept\n" }]);
     expect(await autostops()).toEqual([]);
 
     // A model call that streams for longer than the TTL.
-    await s.send(chat, "stall:7");
+    await s.send(chat, "stall:5");
     const stalled = await s.settle(chat);
     expect(stalled.messages.at(-1)?.parts).toMatchObject([
-      { type: "text", text: expect.stringMatching(/^slow( slow){6}$/) },
+      { type: "text", text: expect.stringMatching(/^slow( slow){4}$/) },
     ]);
     expect(await autostops()).toEqual([]);
 
     // A background process: the turn ends at once, the process runs on past the TTL and
     // writes its marker at the end — which it could not, had the stop killed it.
-    await s.send(chat, "$& sleep 7 && echo done > marker.txt");
+    await s.send(chat, "$& sleep 5 && echo done > marker.txt");
     const bg = await s.settle(chat);
     expect(toolResults(bg.messages).at(-1)).toMatchObject({ status: "background" });
     const marker = path.join(homeOf(id), "marker.txt");
