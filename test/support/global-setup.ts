@@ -27,21 +27,14 @@ const PREFIX = "pglite-template-";
 /** Another schema's template is removed once it is this old. */
 const STALE_MS = 60 * 60_000;
 
-/** Every file under `dir`, recursively, in a stable order. */
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .sort((a, b) => (a.name < b.name ? -1 : 1))
-    .flatMap((e) => {
-      const p = path.join(dir, e.name);
-      return e.isDirectory() ? filesUnder(p) : [p];
-    });
-}
-
 /** A hash of what the template is made from: a change to any of it makes a new one. */
 function templateKey(): string {
   const h = createHash("sha256");
   const inputs = [
-    ...filesUnder(path.join(ROOT, "src/chatd/db")).filter((f) => !f.endsWith(".test.ts")),
+    ...readdirSync(path.join(ROOT, "src/chatd/db"), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && !e.name.endsWith(".test.ts"))
+      .map((e) => path.join(e.parentPath, e.name))
+      .sort(),
     path.join(ROOT, "test/support/pglite-template.ts"),
     path.join(ROOT, "node_modules/@electric-sql/pglite/package.json"),
   ];
