@@ -3,7 +3,8 @@
 // ~/.tether/AGENTS.md), each cut to a per-file cap and all of them to a total cap, so what a
 // control plane puts in a prompt is bounded however large the files are. Read-only.
 
-import { open, readFile, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { ContextFile, ContextResponse } from "../contract/index.ts";
 import { jsonAnswer } from "./answer.ts";
@@ -36,24 +37,36 @@ export function registerContextRoute(app: AgentHttp, o: ContextOptions): void {
   );
 }
 
+/**
+ * The context as the agent sees it now. Every lookup goes out at once (the instruction files and
+ * each ancestor's `.git`; most are missing), asynchronously: a network mount that hangs holds
+ * this answer, never the agent's event loop, which keeps answering and interrupting commands.
+ * Nothing waits on a file's content either: every file is opened non-blocking and read only when
+ * the open descriptor is a regular file (a FIFO or a device in a file's place is skipped).
+ */
 export async function readContext(o: ContextOptions): Promise<ContextResponse> {
   const candidates = [
     ...WORKSPACE_INSTRUCTION_FILES.map((name) => path.join(o.dir, name)),
     path.join(o.homeDir, ".tether", "AGENTS.md"),
   ];
-  // The branch and which candidates are files, looked up at once (most are missing); then the
-  // files that are there are read in order, within what is left of the total.
   const git = gitBranch(o.dir);
-  const sizes = await Promise.all(candidates.map(fileSize));
+  const heads = await Promise.all(
+    candidates.map((f) => readRegularFile(f, CONTEXT_FILE_MAX_BYTES)),
+  );
+  // In order, within what is left of the total.
   const files: ContextFile[] = [];
   let left = CONTEXT_TOTAL_MAX_BYTES;
   for (const [i, file] of candidates.entries()) {
-    const size = sizes[i];
-    if (size === undefined) continue;
-    const found = await readCapped(file, size, Math.min(CONTEXT_FILE_MAX_BYTES, left));
-    if (!found) continue;
-    files.push(found);
-    left -= Buffer.byteLength(found.content);
+    const head = heads[i];
+    if (!head) continue;
+    const content = utf8Prefix(head.bytes, left);
+    files.push({
+      path: file,
+      bytes: head.size,
+      truncated: content.bytes < head.size,
+      content: content.text,
+    });
+    left -= content.bytes;
   }
   const d = (o.now ?? (() => new Date()))();
   const date = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
@@ -74,51 +87,51 @@ function pad(n: number): string {
   return String(n).padStart(2, "0");
 }
 
-/** The size of `file` if it is a regular file, else undefined. */
-async function fileSize(file: string): Promise<number | undefined> {
-  try {
-    const s = await stat(file);
-    return s.isFile() ? s.size : undefined;
-  } catch {
-    return undefined;
-  }
+/** The first bytes of a file, and its size. */
+interface FileHead {
+  size: number;
+  bytes: Buffer;
 }
 
 /**
- * The first `cap` bytes of `file`, `size` bytes long (never a split UTF-8 sequence), or
- * undefined if unreadable.
+ * The first `cap` bytes of `file` if it is a regular file (after symlinks), else undefined (also
+ * when missing or unreadable). Opened non-blocking and checked on the open descriptor, so a FIFO
+ * never holds the answer and no file can be swapped in between a check and the read.
  */
-async function readCapped(
-  file: string,
-  size: number,
-  cap: number,
-): Promise<ContextFile | undefined> {
-  const want = Math.max(0, Math.min(size, cap));
-  const buf = Buffer.alloc(want);
-  let got = 0;
+async function readRegularFile(file: string, cap: number): Promise<FileHead | undefined> {
+  let fh: FileHandle;
   try {
-    const fh = await open(file, "r");
-    try {
-      while (got < want) {
-        const { bytesRead } = await fh.read(buf, got, want - got, got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-    } finally {
-      await fh.close();
-    }
+    fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
-  let end = got;
-  if (got < size) while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return {
-    path: file,
-    bytes: size,
-    truncated: end < size,
-    content: buf.subarray(0, end).toString("utf8"),
-  };
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    const buf = Buffer.alloc(Math.max(0, Math.min(st.size, cap)));
+    let got = 0;
+    while (got < buf.length) {
+      const { bytesRead } = await fh.read(buf, got, buf.length - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return { size: st.size, bytes: buf.subarray(0, got) };
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
 }
+
+/** At most `max` bytes of `buf` as UTF-8, never ending in a split sequence when cut. */
+function utf8Prefix(buf: Buffer, max: number): { text: string; bytes: number } {
+  let end = Math.max(0, Math.min(buf.length, max));
+  if (end < buf.length) while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return { text: buf.subarray(0, end).toString("utf8"), bytes: end };
+}
+
+/** Most bytes read of a `.git` file or a HEAD: both are one short line. */
+const GIT_FILE_MAX_BYTES = 4096;
 
 /**
  * The branch of the git work tree holding `dir` (`HEAD` read directly), or null. Every
@@ -137,18 +150,20 @@ async function gitBranch(dir: string): Promise<{ branch: string } | null> {
 
 /** The branch that the `.git` at `dotGit` (a directory, or a file naming one) is on, or null. */
 async function headAt(dotGit: string): Promise<{ branch: string } | null> {
-  try {
-    let gitDir = dotGit;
-    if ((await stat(dotGit)).isFile()) {
-      // A worktree or submodule: `.git` is a file naming the real git dir.
-      const m = /^gitdir:\s*(.+)\s*$/m.exec(await readFile(dotGit, "utf8"));
-      if (!m) return null;
-      gitDir = path.resolve(path.dirname(dotGit), m[1]!.trim());
-    }
-    const head = (await readFile(path.join(gitDir, "HEAD"), "utf8")).trim();
-    const ref = /^ref:\s*refs\/heads\/(.+)$/.exec(head);
-    return { branch: ref ? ref[1]! : `(detached at ${head.slice(0, 12)})` };
-  } catch {
-    return null;
+  const st = await stat(dotGit).catch(() => undefined);
+  if (!st) return null;
+  let gitDir = dotGit;
+  if (st.isFile()) {
+    // A worktree or submodule: `.git` is a file naming the real git dir.
+    const named = await readRegularFile(dotGit, GIT_FILE_MAX_BYTES);
+    const m = /^gitdir:\s*(.+)\s*$/m.exec(named?.bytes.toString("utf8") ?? "");
+    if (!m) return null;
+    gitDir = path.resolve(path.dirname(dotGit), m[1]!.trim());
   }
+  const head = (await readRegularFile(path.join(gitDir, "HEAD"), GIT_FILE_MAX_BYTES))?.bytes
+    .toString("utf8")
+    .trim();
+  if (head === undefined) return null;
+  const ref = /^ref:\s*refs\/heads\/(.+)$/.exec(head);
+  return { branch: ref ? ref[1]! : `(detached at ${head.slice(0, 12)})` };
 }

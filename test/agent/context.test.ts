@@ -2,7 +2,8 @@
 // environment and instruction files, with their caps. Run again over the dial-out connection
 // (dialout-contract.test.ts).
 
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -58,6 +59,22 @@ describe("the context route", () => {
     expect(rules).toMatchObject({ bytes: 6, truncated: true, content: "" });
     const total = c.files.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
     expect(total).toBeLessThanOrEqual(CONTEXT_TOTAL_MAX_BYTES);
+  });
+
+  it("only regular files are read: a FIFO or a device in a file's place is skipped, not waited on", async () => {
+    const agent = await startAgent();
+    // Opening a FIFO to read waits for a writer, and so would the context's answer.
+    execFileSync("mkfifo", [path.join(agent.dir, "AGENTS.md")]);
+    await writeFile(path.join(agent.dir, "rules.txt"), "Tabs.\n");
+    await symlink(path.join(agent.dir, "rules.txt"), path.join(agent.dir, "CLAUDE.md"));
+    await symlink("/dev/zero", path.join(agent.dir, ".cursorrules"));
+    await mkdir(path.join(agent.dir, ".git"));
+    execFileSync("mkfifo", [path.join(agent.dir, ".git", "HEAD")]);
+    const c = await agent.client.context({ timeoutMs: 5_000 });
+    expect(c.files).toEqual([
+      { path: path.join(agent.dir, "CLAUDE.md"), bytes: 6, truncated: false, content: "Tabs.\n" },
+    ]);
+    expect(c.git).toBeNull();
   });
 
   it("a directory deep in a work tree reports the nearest repository's branch, a worktree's too", async () => {
