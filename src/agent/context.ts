@@ -17,6 +17,8 @@ export const CONTEXT_FILE_MAX_BYTES = 32 * 1024;
 export const CONTEXT_TOTAL_MAX_BYTES = 64 * 1024;
 /** The instruction files looked for in the workspace directory, in this order. */
 export const WORKSPACE_INSTRUCTION_FILES = ["AGENTS.md", "CLAUDE.md", ".cursorrules"] as const;
+/** Bytes read past a cap: the most a UTF-8 sequence begun before the cap continues after it. */
+const UTF8_LOOKAHEAD = 3;
 /** How many parent directories are searched for a `.git` (a workspace inside a repository). */
 const GIT_SEARCH_DEPTH = 32;
 
@@ -51,7 +53,7 @@ export async function readContext(o: ContextOptions): Promise<ContextResponse> {
   ];
   const git = gitBranch(o.dir);
   const heads = await Promise.all(
-    candidates.map((f) => readRegularFile(f, CONTEXT_FILE_MAX_BYTES)),
+    candidates.map((f) => readRegularFile(f, CONTEXT_FILE_MAX_BYTES + UTF8_LOOKAHEAD)),
   );
   // In order, within what is left of the total.
   const files: ContextFile[] = [];
@@ -59,7 +61,7 @@ export async function readContext(o: ContextOptions): Promise<ContextResponse> {
   for (const [i, file] of candidates.entries()) {
     const head = heads[i];
     if (!head) continue;
-    const content = utf8Prefix(head.bytes, left);
+    const content = utf8Prefix(head.bytes, Math.min(CONTEXT_FILE_MAX_BYTES, left));
     files.push({
       path: file,
       bytes: head.size,
@@ -123,11 +125,15 @@ async function readRegularFile(file: string, cap: number): Promise<FileHead | un
   }
 }
 
-/** At most `max` bytes of `buf` as UTF-8, never ending in a split sequence when cut. */
-function utf8Prefix(buf: Buffer, max: number): { text: string; bytes: number } {
-  let end = Math.max(0, Math.min(buf.length, max));
-  if (end < buf.length) while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return { text: buf.subarray(0, end).toString("utf8"), bytes: end };
+/**
+ * At most `max` bytes of `bytes` as UTF-8, never cut in the middle of a sequence: whether the
+ * byte after the cut continues one is read from `bytes`, so a caller reads a few bytes past
+ * what it may keep (UTF8_LOOKAHEAD).
+ */
+function utf8Prefix(bytes: Buffer, max: number): { text: string; bytes: number } {
+  let end = Math.max(0, Math.min(bytes.length, max));
+  if (end < bytes.length) while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return { text: bytes.subarray(0, end).toString("utf8"), bytes: end };
 }
 
 /** Most bytes read of a `.git` file or a HEAD: both are one short line. */

@@ -46,7 +46,7 @@ describe("the context route", () => {
     const agent = await startAgent();
     const big = "é".repeat(CONTEXT_FILE_MAX_BYTES); // two bytes a character: twice the cap
     await writeFile(path.join(agent.dir, "AGENTS.md"), big);
-    await writeFile(path.join(agent.dir, "CLAUDE.md"), big);
+    await writeFile(path.join(agent.dir, "CLAUDE.md"), `a${big}`); // the cap falls inside an é
     await writeFile(path.join(agent.dir, ".cursorrules"), "small\n");
     const c = await agent.client.context();
     expect(c.git).toBeNull();
@@ -55,8 +55,10 @@ describe("the context route", () => {
     expect(Buffer.byteLength(agents!.content)).toBe(CONTEXT_FILE_MAX_BYTES);
     expect(agents!.content).toBe("é".repeat(CONTEXT_FILE_MAX_BYTES / 2));
     expect(claude).toMatchObject({ truncated: true });
-    // The total cap is used up by the first two: the third file comes with nothing of it.
-    expect(rules).toMatchObject({ bytes: 6, truncated: true, content: "" });
+    expect(Buffer.byteLength(claude!.content)).toBe(CONTEXT_FILE_MAX_BYTES - 1);
+    expect(claude!.content).toBe(`a${"é".repeat(CONTEXT_FILE_MAX_BYTES / 2 - 1)}`);
+    // The first two leave one byte of the total cap: the third file gets that byte.
+    expect(rules).toMatchObject({ bytes: 6, truncated: true, content: "s" });
     const total = c.files.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
     expect(total).toBeLessThanOrEqual(CONTEXT_TOTAL_MAX_BYTES);
   });
