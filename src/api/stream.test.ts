@@ -355,6 +355,29 @@ describeDatabases("chat event stream", (db) => {
     expect(buffer.active).toBe(0);
   });
 
+  it("live parts go out before the event that follows them, however soon it follows", async () => {
+    const { chatId, sse } = await startedChat();
+    const chat = (await loadChat(db(), chatId))!;
+    buffer.begin(chatId, chat.historyVersion, 1);
+    buffer.append(chatId, { type: "text-delta", text: "a" });
+    buffer.append(chatId, {
+      type: "tool-call",
+      tool_call_id: "c1",
+      tool_name: "execute",
+      args: {},
+    });
+    // The step's commit, at once: the parts, held for the next ones, must go out before it.
+    await runTurn(chatId, () => feed);
+    const events = await sse.until((es) =>
+      ofType(es, "status").some((e) => (e.data as { status: string }).status === "waiting"),
+    );
+    const kinds = events.map((e) =>
+      e.event === "part" ? `part ${(e.data as { seq: number }).seq}` : e.event,
+    );
+    const firstAfterUser = kinds.indexOf("message", kinds.indexOf("message") + 1);
+    expect(kinds.slice(0, firstAfterUser)).toEqual(["message", "status", "part 0", "part 1"]);
+  });
+
   it("a chat's workspace event stops once the chat's owner may no longer use the workspace", async () => {
     const t = await api.request("POST", "/api/v1/templates", {
       token: api.adminToken,

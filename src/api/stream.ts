@@ -38,6 +38,8 @@ import { watchWorkspace } from "./workspace-events.ts";
 export const SSE_HEARTBEAT_MS = 15_000;
 /** A client that lets this much output pile up unread is cut off (it reconnects with after_id). */
 export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Live parts wait at most this long for the ones after them (one frame of a 60 Hz screen). */
+export const PART_FLUSH_MS = 16;
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
 
@@ -172,10 +174,24 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     });
     out.onClose(unsubscribeChanges);
     out.onClose(unwatch);
+    const sse = (event: string, data: unknown, eventId?: string): string =>
+      `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
+    // Live parts go out together, at most once a frame (PART_FLUSH_MS), and always before any
+    // other event: a model streams a few characters a part, and each write wakes the reader
+    // (a browser, or a CLI sharing the machine with the server and its database).
+    let parts = "";
+    let partsTimer: NodeJS.Timeout | undefined;
+    const flushParts = (): void => {
+      clearTimeout(partsTimer);
+      partsTimer = undefined;
+      if (parts === "" || out.closed) return;
+      const chunk = parts;
+      parts = "";
+      out.write(chunk);
+    };
     const send = (event: string, data: unknown, eventId?: string): void => {
-      out.write(
-        `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`,
-      );
+      flushParts();
+      out.write(sse(event, data, eventId));
     };
     // A template workspace's state as `workspace` events; the open stream is its activity. Only
     // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
@@ -195,8 +211,11 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     // Every part, local or relayed, passes the cursor: none twice, none from a stale episode.
     const cursor = new PartCursor();
     const sendPart = (e: PartEvent): void => {
-      if (cursor.admit(e)) send("part", e);
+      if (!cursor.admit(e)) return;
+      parts += sse("part", e);
+      partsTimer ??= setTimeout(flushParts, PART_FLUSH_MS);
     };
+    out.onClose(() => clearTimeout(partsTimer));
     /** The owner's parts while another replica owns the chat (set once the stream is open). */
     let relay: OwnerRelay | undefined;
 
