@@ -71,10 +71,7 @@ export async function createChat(
   const p = (value: unknown): string => `$${params.push(value)}`;
   const claimed =
     started && claim
-      ? claimCreatedSql(p(claim.workerId), {
-          channel: p(CHAT_CHANNEL),
-          instructionsKey: p(INSTRUCTIONS_KEY),
-        })
+      ? claimCreatedSql(p(claim.workerId), { instructionsKey: p(INSTRUCTIONS_KEY) })
       : undefined;
   const notify = started && !claimed ? notifySql(p(CHAT_CHANNEL), "c") : undefined;
   const parts = (input.parts ?? []).map((part) => part(p));

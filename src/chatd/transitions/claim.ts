@@ -46,26 +46,23 @@ export interface Acquired {
 
 /**
  * What a claim statement does for each row of its CTE `claimed` (the chat rows as claimed, with
- * `previous_worker_id`): the CTEs `lease` and `n` give each its lease and notify its change, and
- * `columns` and `joins` answer each runner's start (toAcquired) from the history given as
- * `history` (a messagesJsonSql column) of history version `historyAt`.
+ * `previous_worker_id`): the CTE `lease` gives each its lease, and `columns` and `joins` answer
+ * each runner's start (toAcquired) from the history given as `history` (a messagesJsonSql
+ * column) of history version `historyAt`.
  */
-function claimedSql(p: {
-  channel: string;
-  instructionsKey: string;
-  history: string;
-  historyAt: string;
-}): { ctes: string[]; columns: string; joins: string } {
-  const notify = notifySql(p.channel, "claimed");
+function claimedSql(p: { instructionsKey: string; history: string; historyAt: string }): {
+  ctes: string[];
+  columns: string;
+  joins: string;
+} {
   return {
     ctes: [
       `lease AS (
        INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at)
        SELECT id, runner_id, now() FROM claimed
        ON CONFLICT (chat_id) DO UPDATE SET runner_id = EXCLUDED.runner_id, heartbeat_at = now())`,
-      notify.cte,
     ],
-    columns: `claimed.*, ${notify.answer},
+    columns: `claimed.*,
        ${p.historyAt} AS history_at, ${p.history} AS history,
        k.snapshot AS kept_snapshot, k.captured_at AS kept_at,
        a.disabled AS owner_disabled, a.shared AS workspace_shared,
@@ -78,14 +75,16 @@ function claimedSql(p: {
 
 /**
  * The claim statement around `claim`, a CTE body that selects and locks the rows to claim (`id`,
- * `previous_worker_id`): each gets a fresh runner ID and lease, its change is notified, and the
- * answer holds each runner's start. The history is read as of the statement's snapshot, with the
+ * `previous_worker_id`): each gets a fresh runner ID and lease, its change is notified (the
+ * runner that had it stops; streams on other replicas follow the new owner), and the answer
+ * holds each runner's start. The history is read as of the statement's snapshot, with the
  * history version of that snapshot (`history_at`): the row it locks may be newer, and then the
  * runner reads the history itself. `$1` is the worker; `p` names the other parameters.
  */
 function claimSql(claim: string, p: { channel: string; instructionsKey: string }): string {
+  const notify = notifySql(p.channel, "claimed");
   const claimed = claimedSql({
-    ...p,
+    instructionsKey: p.instructionsKey,
     history: messagesJsonSql(
       "claimed.id",
       `NOT m.deleted AND m.id >= COALESCE((SELECT max(b.id) FROM chat_messages b
@@ -100,8 +99,8 @@ function claimSql(claim: string, p: { channel: string; instructionsKey: string }
                         generation_attempt = generation_attempt + (status = 'running')::int
        FROM claim WHERE chats.id = claim.id
        RETURNING chats.*, claim.previous_worker_id)
-     , ${claimed.ctes.join("\n     , ")}
-     SELECT ${claimed.columns}
+     , ${[...claimed.ctes, notify.cte].join("\n     , ")}
+     SELECT ${claimed.columns}, ${notify.answer}
      FROM claimed
      ${claimed.joins}`;
 }
@@ -110,12 +109,13 @@ function claimSql(claim: string, p: { channel: string; instructionsKey: string }
  * The claim of a chat as a statement creates it running, for `worker` (an SQL expression):
  * `insertColumns` and `insertValues` make the insert's row this worker's (a fresh runner, the
  * attempt of its first model call counted, as a claim counts it); given the statement's CTE
- * `c`, that insert, and `m`, its messages, `ctes` lease and notify it, and `columns` and
- * `joins` answer its runner's start (toAcquired), joined to a FROM of one row.
+ * `c`, that insert, and `m`, its messages, `ctes` lease it, and `columns` and `joins` answer its
+ * runner's start (toAcquired), joined to a FROM of one row. Nobody is notified: no runner had
+ * the chat, and no stream can follow a chat before the statement that makes it commits.
  */
 export function claimCreatedSql(
   worker: string,
-  p: { channel: string; instructionsKey: string },
+  p: { instructionsKey: string },
 ): { insertColumns: string; insertValues: string; ctes: string[]; columns: string; joins: string } {
   const claimed = claimedSql({
     ...p,
