@@ -6,7 +6,7 @@
 import { constants } from "node:fs";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import type { ContextFile, ContextResponse } from "../contract/index.ts";
+import { utf8Floor, type ContextFile, type ContextResponse } from "../contract/index.ts";
 import { jsonAnswer } from "./answer.ts";
 import { sendAnswer } from "./http-edge.ts";
 import type { AgentHttp } from "./http-router.ts";
@@ -131,8 +131,7 @@ async function readRegularFile(file: string, cap: number): Promise<FileHead | un
  * what it may keep (UTF8_LOOKAHEAD).
  */
 function utf8Prefix(bytes: Buffer, max: number): { text: string; bytes: number } {
-  let end = Math.max(0, Math.min(bytes.length, max));
-  if (end < bytes.length) while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  const end = utf8Floor(bytes, Math.max(0, Math.min(bytes.length, max)));
   return { text: bytes.subarray(0, end).toString("utf8"), bytes: end };
 }
 

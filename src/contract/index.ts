@@ -10,3 +10,4 @@ export * from "./transport.ts";
 export * from "./dialout.ts";
 export * from "./assert.ts";
 export * from "./address-policy.ts";
+export * from "./utf8.ts";

@@ -5,6 +5,7 @@
 import { readFile as readWholeFile } from "node:fs/promises";
 import { AnswerError, jsonAnswer, type Answer } from "../answer.ts";
 import type { ReadFileLinesResponse } from "../../contract/types.ts";
+import { utf8Floor } from "../../contract/utf8.ts";
 import { answering, fileSystemError, parseCount, requireAbsolutePath } from "./errors.ts";
 import { requireRegularFile } from "./read.ts";
 
@@ -116,8 +117,6 @@ export function cutLine(
   if (line.length * 3 <= maxBytes) return line; // no UTF-16 unit takes more than 3 bytes
   const bytes = Buffer.from(line, "utf8");
   if (bytes.length <= maxBytes) return line;
-  let end = maxBytes - Buffer.byteLength(LINE_TRUNCATION_MARKER);
-  // A byte 10xxxxxx continues a character; cutting before it would split the character.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  const end = utf8Floor(bytes, maxBytes - Buffer.byteLength(LINE_TRUNCATION_MARKER));
   return bytes.subarray(0, end).toString("utf8") + LINE_TRUNCATION_MARKER;
 }

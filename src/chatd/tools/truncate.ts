@@ -2,6 +2,7 @@
 // the budget, the largest string (the output, a diff, a file) is cut to what fits, keeping the
 // first 2/3 and the last 1/3 with a marker saying how many bytes were cut.
 
+import { utf8Floor } from "../../contract/index.ts";
 import type { ToolResult } from "./results.ts";
 
 /** The default budget of one tool result's JSON, in bytes (about 8k tokens). */
@@ -49,10 +50,10 @@ export function truncateToolResult(
 /** `bytes` as text with at most `keep` bytes kept: 2/3 from the head, 1/3 from the tail. */
 function cutString(bytes: Buffer, keep: number): string {
   if (keep >= bytes.length) return bytes.toString("utf8");
-  let headEnd = Math.floor((keep * 2) / 3);
-  let tailStart = bytes.length - (keep - headEnd);
+  const headKeep = Math.floor((keep * 2) / 3);
+  let tailStart = bytes.length - (keep - headKeep);
   // Never split a UTF-8 sequence: continuation bytes are 10xxxxxx.
-  while (headEnd > 0 && (bytes[headEnd]! & 0xc0) === 0x80) headEnd--;
+  const headEnd = utf8Floor(bytes, headKeep);
   while (tailStart < bytes.length && (bytes[tailStart]! & 0xc0) === 0x80) tailStart++;
   const head = bytes.subarray(0, headEnd).toString("utf8");
   const tail = bytes.subarray(tailStart).toString("utf8");
