@@ -131,7 +131,7 @@ async function readRegularFile(file: string, cap: number): Promise<FileHead | un
  * what it may keep (UTF8_LOOKAHEAD).
  */
 function utf8Prefix(bytes: Buffer, max: number): { text: string; bytes: number } {
-  const end = utf8Floor(bytes, Math.max(0, Math.min(bytes.length, max)));
+  const end = utf8Floor(bytes, Math.min(bytes.length, max));
   return { text: bytes.subarray(0, end).toString("utf8"), bytes: end };
 }
 
