@@ -61,14 +61,15 @@ export async function readContext(o: ContextOptions): Promise<ContextResponse> {
   for (const [i, file] of candidates.entries()) {
     const head = heads[i];
     if (!head) continue;
-    const content = utf8Prefix(head.bytes, Math.min(CONTEXT_FILE_MAX_BYTES, left));
+    const content = utf8Prefix(head.bytes, Math.max(0, Math.min(CONTEXT_FILE_MAX_BYTES, left)));
     files.push({
       path: file,
       bytes: head.size,
       truncated: content.bytes < head.size,
       content: content.text,
     });
-    left -= content.bytes;
+    // What the prompt gets: a byte that is not UTF-8 comes out as U+FFFD, three bytes.
+    left -= Buffer.byteLength(content.text);
   }
   const d = (o.now ?? (() => new Date()))();
   const date = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
