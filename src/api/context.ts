@@ -112,6 +112,11 @@ export interface ApiOptions {
    */
   workspaces?: WorkspaceServices;
   /**
+   * How long an event of a chat's stream waits for the ones after it, so they go out in one
+   * write (a status event sends them at once); STREAM_FLUSH_MS (16) by default.
+   */
+  streamFlushMs?: number;
+  /**
    * Seals and opens the secrets the API stores (model keys, agent tokens). Without it, the
    * given pool's, else a key of the API's own (tests: what it seals only it opens).
    */

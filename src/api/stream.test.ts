@@ -431,3 +431,65 @@ describeDatabases("chat event stream", (db) => {
     expect(r.body.detail).toContain("after_id");
   });
 });
+
+describeDatabases("chat event stream: events held together", (db) => {
+  it("events wait for the ones after them, and a status event takes them out at once", async () => {
+    const feed = new MessageFeed();
+    // A flush longer than the test: only a status event can send what the stream holds.
+    const api = await startTestApi(db(), { feed, streamFlushMs: 60_000 });
+    try {
+      await api.app.listen({ host: "127.0.0.1", port: 0 });
+      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const created = await api.request("POST", "/api/v1/chats", {
+        token: api.memberToken,
+        body: { message: "run true" },
+      });
+      const chatId = created.body.id as string;
+      const sse = await openSse(url, `/api/v1/chats/${chatId}/stream`, api.memberToken);
+      try {
+        // The first refresh ends with the status: the user's message goes out with it.
+        const first = await sse.until((es) => ofType(es, "status").length === 1);
+        expect(first.map((e) => e.event)).toEqual(["message", "status"]);
+
+        const workerId = randomUUID();
+        const [claimed] = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
+        expect(claimed?.chatId).toBe(chatId);
+        const commit = async (text: string, final = false): Promise<void> => {
+          const chat = (await loadChat(db(), chatId))!;
+          const held = new HeldChat(realClock, HELD_CHAT_MS, feed);
+          held.read(chat);
+          const fence: Fence = {
+            chatId,
+            workerId,
+            runnerId: claimed!.runnerId,
+            status: "running",
+            historyVersion: chat.historyVersion,
+          };
+          const step: NewMessage[] = [
+            { role: "assistant", visibility: "both", content: [{ type: "text", text }] },
+          ];
+          await (final ? commitFinalStep : commitStep)(db(), fence, step, held);
+        };
+        // A step's commit moves history, not the status: its message waits for what follows.
+        await commit("thinking");
+        await new Promise((r) => setTimeout(r, 300));
+        expect(sse.events.map((e) => e.event)).toEqual(["message", "status"]);
+        // The turn's end: the message held and the last one go out with the `waiting` status.
+        await commit("done", true);
+        const events = await sse.until((es) => ofType(es, "status").length === 2);
+        expect(events.map((e) => e.event)).toEqual([
+          "message",
+          "status",
+          "message",
+          "message",
+          "status",
+        ]);
+        expect(events.at(-1)!.data).toEqual({ status: "waiting", retrying: null });
+      } finally {
+        sse.close();
+      }
+    } finally {
+      await api.app.close();
+    }
+  });
+});

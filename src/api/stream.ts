@@ -38,8 +38,8 @@ import { watchWorkspace } from "./workspace-events.ts";
 export const SSE_HEARTBEAT_MS = 15_000;
 /** A client that lets this much output pile up unread is cut off (it reconnects with after_id). */
 export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
-/** Live parts wait at most this long for the ones after them (one frame of a 60 Hz screen). */
-export const PART_FLUSH_MS = 16;
+/** A stream's events wait at most this long for the ones after them (a frame at 60 Hz). */
+export const STREAM_FLUSH_MS = 16;
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
 
@@ -176,22 +176,29 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     out.onClose(unwatch);
     const sse = (event: string, data: unknown, eventId?: string): string =>
       `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
-    // Live parts go out together, at most once a frame (PART_FLUSH_MS), and always before any
-    // other event: a model streams a few characters a part, and each write wakes the reader
-    // (a browser, or a CLI sharing the machine with the server and its database).
-    let parts = "";
-    let partsTimer: NodeJS.Timeout | undefined;
-    const flushParts = (): void => {
-      clearTimeout(partsTimer);
-      partsTimer = undefined;
-      if (parts === "" || out.closed) return;
-      const chunk = parts;
-      parts = "";
+    // Events go out together: each waits at most a frame (STREAM_FLUSH_MS) for the ones after
+    // it, and a status event takes everything before it out at once. A model streams a few
+    // characters a part and a step commits a message or two, and each write wakes the reader
+    // (a browser, or a CLI sharing the machine with the server and its database); a status
+    // is what a reader acts on (the turn ended, an interruption began). Order is kept.
+    const flushMs = ctx.streamFlushMs ?? STREAM_FLUSH_MS;
+    let held = "";
+    let heldTimer: NodeJS.Timeout | undefined;
+    const flush = (): void => {
+      clearTimeout(heldTimer);
+      heldTimer = undefined;
+      if (held === "" || out.closed) return;
+      const chunk = held;
+      held = "";
       out.write(chunk);
     };
+    const hold = (chunk: string): void => {
+      held += chunk;
+      heldTimer ??= setTimeout(flush, flushMs);
+    };
     const send = (event: string, data: unknown, eventId?: string): void => {
-      flushParts();
-      out.write(sse(event, data, eventId));
+      hold(sse(event, data, eventId));
+      if (event === "status" || event === "error") flush();
     };
     // A template workspace's state as `workspace` events; the open stream is its activity. Only
     // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
@@ -212,10 +219,9 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const cursor = new PartCursor();
     const sendPart = (e: PartEvent): void => {
       if (!cursor.admit(e)) return;
-      parts += sse("part", e);
-      partsTimer ??= setTimeout(flushParts, PART_FLUSH_MS);
+      hold(sse("part", e));
     };
-    out.onClose(() => clearTimeout(partsTimer));
+    out.onClose(() => clearTimeout(heldTimer));
     /** The owner's parts while another replica owns the chat (set once the stream is open). */
     let relay: OwnerRelay | undefined;
 
