@@ -21,6 +21,7 @@ const UNIT = [
   "src/chatd/audit-tool-calls.test.ts",
   "src/chatd/billing.test.ts",
   "src/chatd/chats.test.ts",
+  "src/chatd/step-ahead.test.ts",
   "test/dialout/transport.test.ts",
   "src/chatd/db/values.test.ts",
   "src/chatd/transitions/storable.test.ts",

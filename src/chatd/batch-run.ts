@@ -1,19 +1,31 @@
 // The tool batch action of the generation task (CHATD.md 5, 6): the latest assistant message's
 // unresolved calls, sent to the workspace agent concurrently once the batch's start
 // (batch-start.ts) finds the workspace usable, their results committed together with the next
-// model call's attempt. Live parts show each call start and finish; this replica's stamps of
+// model call's attempt, while that call goes out (step-ahead.ts). Live parts show each call start and finish; this replica's stamps of
 // the calls bill the batch if it is interrupted (CHATD.md 9).
 
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { batchStartPart, refuseBatch, startBatch } from "./batch-start.ts";
 import { batchMessages } from "./batch.ts";
 import type { Chat, Fence } from "./chats.ts";
-import type { GenerationDeps } from "./generation.ts";
-import type { ChatMessage, ToolCallPart } from "./messages.ts";
+import type { GenerationDeps, ResolvedModel } from "./generation.ts";
+import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { toolResultsCommitted, toolCallLog } from "./observe.ts";
-import { contextBudget, toolResultBudgetBytes, type ContextSnapshot } from "./prompt/index.ts";
+import {
+  compactionDue,
+  contextBudget,
+  toolResultBudgetBytes,
+  type ContextSnapshot,
+} from "./prompt/index.ts";
+import { modelRequest, StepAhead } from "./step-ahead.ts";
 import { runTool, type ToolOutcome } from "./tools/index.ts";
-import { commitStep, type ChangePart } from "./transitions/index.ts";
+import {
+  commitStep,
+  committedMessage,
+  messageRecord,
+  type ChangePart,
+  type Written,
+} from "./transitions/index.ts";
 
 /**
  * The start of the batch of `calls`, to ride on the commit of the step that makes them
@@ -51,8 +63,8 @@ export async function runBatch(
   deps: GenerationDeps,
   fence: Fence,
   chat: Chat,
-  message: ChatMessage,
-  calls: ToolCallPart[],
+  history: ChatMessage[],
+  { message, calls }: { message: ChatMessage; calls: ToolCallPart[] },
   signal: AbortSignal,
   snapshot: ContextSnapshot | undefined,
 ): Promise<void> {
@@ -139,9 +151,46 @@ export async function runBatch(
     await toolResultBudgetOf(deps, chat),
     outcomes.map((o) => (o.billable ? { start: o.startedAt, end: o.endedAt } : undefined)),
   );
-  // The model takes the results next: its attempt is recorded with them.
-  await commitStep(deps.db, fence, messages, deps.held, { nextAttempt: true });
+  // The model takes the results next: its attempt is recorded with them, and its request goes
+  // out while they commit (step-ahead.ts).
+  const ahead = await stepAheadOf(deps, chat, history, messages);
+  let w: Written;
+  try {
+    w = await commitStep(deps.db, fence, messages, deps.held, { nextAttempt: true });
+  } catch (err) {
+    ahead?.drop();
+    throw err;
+  }
+  if (ahead) deps.held!.sentAhead(ahead, w.chat.historyVersion);
   deps.buffer.end(chat.id);
   toolResultsCommitted(deps, chatId, messageId, messages);
   deps.buffer.endBatch(chat.id);
+}
+
+/**
+ * The model step that reads `results` after `history`, sent now, when that is what the task
+ * after their commit will do: the chat's model resolves, its context snapshot is held, and no
+ * compaction is due (generationTask's order). Undefined otherwise, and without a held chat.
+ */
+async function stepAheadOf(
+  deps: GenerationDeps,
+  chat: Chat,
+  history: ChatMessage[],
+  results: NewMessage[],
+): Promise<StepAhead | undefined> {
+  const snapshot = deps.held?.snapshot?.snapshot;
+  if (!snapshot) return undefined;
+  let resolved: ResolvedModel;
+  try {
+    resolved = await deps.resolveModel(chat);
+  } catch {
+    return undefined; // the next task reports it
+  }
+  const next = [
+    ...history,
+    ...results.map((m) => committedMessage(messageRecord(m), chat.id, "0", new Date(0))),
+  ];
+  const requested = chat.compactRequested ? "requested" : undefined;
+  if (compactionDue(next, requested, contextBudget(resolved))) return undefined;
+  return new StepAhead(resolved.model, modelRequest(snapshot, next), deps.clock.now());
 }

@@ -6,8 +6,9 @@
 
 import type { Logger } from "pino";
 import { assertNever, type AgentClient, type Clock } from "../contract/index.ts";
-import { streamStep, type LanguageModel } from "../model/index.ts";
+import type { LanguageModel } from "../model/index.ts";
 import { batchStartWithCalls, runBatch } from "./batch-run.ts";
+import { modelRequest, sendStep, type StepAhead } from "./step-ahead.ts";
 import { startedWith } from "./batch-start.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
@@ -28,14 +29,11 @@ import {
   ContextTooLongError,
   contextBudget,
   isContextTooLong,
-  systemPrompt,
-  toModelMessages,
 } from "./prompt/index.ts";
 import type { MessageFeed } from "./message-feed.ts";
 import type { StreamBuffer } from "./stream.ts";
 import type { HeldChat, StepOptions } from "./transitions/index.ts";
 import { attemptStopped } from "./worker/retry.ts";
-import { toolDeclarations } from "./tools/index.ts";
 import {
   commitFinalStep,
   commitStep,
@@ -101,13 +99,29 @@ export async function generationTask(
   fence: Fence,
   signal: AbortSignal,
 ): Promise<void> {
+  // A model step sent as the last commit went out (step-ahead.ts) is this task's model step if
+  // it sends the same request; whatever this task does instead, it is dropped.
+  const ahead = deps.held?.takeStepAhead(fence);
+  try {
+    await generationAction(deps, fence, signal, ahead);
+  } finally {
+    ahead?.drop();
+  }
+}
+
+async function generationAction(
+  deps: GenerationDeps,
+  fence: Fence,
+  signal: AbortSignal,
+  ahead: StepAhead | undefined,
+): Promise<void> {
   const { chat, history } = await readForTask(deps.db, fence, deps.held);
   const open = unresolvedToolCalls(history);
   if (open) {
     // The snapshot was taken before the model step that made these calls (a chat from before
     // snapshots has none: its file tools then take absolute paths only).
     const kept = (await keptSnapshot(deps.db, chat.id, deps.held))?.snapshot;
-    return runBatch(deps, fence, chat, open.message, open.calls, signal, kept);
+    return runBatch(deps, fence, chat, history, open, signal, kept);
   }
   // Never while a call is unresolved (above): a compaction is the next action once one is due.
   let resolved: ResolvedModel | undefined;
@@ -127,7 +141,7 @@ export async function generationTask(
   }
   if (deps.workspaceReady && !(await deps.workspaceReady(chat, history, fence, signal))) return;
   const snapshot = await chatSnapshot(deps, chat, signal);
-  return callModel(deps, fence, chat, history, signal, resolved, snapshot);
+  return callModel(deps, fence, chat, history, signal, resolved, snapshot, ahead);
 }
 
 /** A step's prompt size as the provider reported it: input + cache read + cache write. */
@@ -155,9 +169,10 @@ async function callModel(
   signal: AbortSignal,
   resolved: ResolvedModel,
   snapshot: StepSnapshot,
+  ahead: StepAhead | undefined,
 ): Promise<void> {
   try {
-    await streamModelStep(deps, fence, chat, history, signal, resolved, snapshot);
+    await streamModelStep(deps, fence, chat, history, signal, resolved, snapshot, ahead);
   } catch (err) {
     if (signal.aborted || !isContextTooLong(err)) throw err;
     // The provider refused the prompt as too long: compact and try again, once. Right after a
@@ -180,6 +195,7 @@ async function streamModelStep(
   signal: AbortSignal,
   resolved: ResolvedModel,
   { snapshot, keep }: StepSnapshot,
+  ahead: StepAhead | undefined,
 ): Promise<void> {
   const budget = contextBudget(resolved);
   const attempt = await recordGenerationAttempt(deps.db, fence, deps.held);
@@ -187,18 +203,15 @@ async function streamModelStep(
   deps.buffer.begin(chat.id, fence.historyVersion, attempt);
   const { model, prices } = resolved;
   const parts = new AssistantParts();
-  // The model window: from just before the stream opens until it is fully read.
-  const opened = deps.clock.now();
+  const request = modelRequest(snapshot, history);
+  const early = ahead?.take(model, request, signal);
+  // The model window: from just before the request went out until the answer is fully read.
+  const opened = early ? ahead!.sentAt : deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
   try {
     let usage = { inputTokens: 0, outputTokens: 0 };
     let promptTokens = 0;
-    const stream = streamStep(model, {
-      system: systemPrompt(snapshot),
-      messages: toModelMessages(history),
-      tools: toolDeclarations(),
-      abortSignal: signal,
-    });
+    const stream = early ?? sendStep(model, request, signal);
     for await (const p of stream) {
       switch (p.type) {
         case "text-delta":

@@ -2,8 +2,10 @@
 // the fake provider server, a real agent and real processes, on PGlite and on Postgres.
 
 import { readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
+import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer, type LivePart } from "../../src/chatd/stream.ts";
 import { createChat, sendMessage } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
@@ -68,6 +70,47 @@ describeDatabases("chat loop", (db) => {
       },
     ]);
     expect(await agent.client.processOutput(processId)).toMatchObject({ output: "hi\n" });
+  });
+
+  it("the model's request that reads a batch's results goes out while they commit", async () => {
+    // The results' commit waits (3 s at most) for the provider to have the next request: in the
+    // order commit-then-request it never comes first.
+    let requests: () => number = () => 0;
+    let requestsAtCommit: number | undefined;
+    const holdingResults = (d: Database): Database =>
+      new Proxy(d, {
+        get(target, key) {
+          if (key === "query")
+            return async (sql: string, params?: unknown[]) => {
+              const results = params?.some(
+                (p) => typeof p === "string" && p.includes("tool-result"),
+              );
+              if (/UPDATE chats SET/.test(sql) && results) {
+                const deadline = Date.now() + 3_000;
+                while (requests() < 2 && Date.now() < deadline) await sleep(10);
+                requestsAtCommit = requests();
+              }
+              return target.query(sql, params);
+            };
+          const v: unknown = Reflect.get(target, key, target);
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+    const { fake, setup } = await env(() => holdingResults(db()));
+    requests = () => fake.requests.length;
+    fake.script(
+      { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi" } }] },
+      { text: "Done." },
+    );
+    const chatId = await startChat(db(), setup, "run it");
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(requestsAtCommit).toBe(2);
+    // The request sent ahead was the step's: no other was made, and it read the results.
+    expect(fake.requests).toHaveLength(2);
+    expect(lastToolResultSent(fake)).toMatchObject({ status: "completed", output: "hi\n" });
+    expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(history.at(-1)!.content).toEqual([{ type: "text", text: "Done." }]);
   });
 
   it("execute past its timeout is left running with its process ID, and process_output reads it later", async () => {

@@ -13,7 +13,7 @@ import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { createChat, loadChat, loadHistory } from "../../src/chatd/transitions/index.ts";
 import { Worker, type WorkerOptions } from "../../src/chatd/worker/worker.ts";
-import { createLanguageModel } from "../../src/model/index.ts";
+import { createLanguageModel, type LanguageModel } from "../../src/model/index.ts";
 import type { ChatMessage } from "../../src/chatd/messages.ts";
 import type { Chat } from "../../src/chatd/chats.ts";
 
@@ -49,6 +49,9 @@ export async function seed(
 /** A worker whose models and agents come from the rows, with test-sized timings. */
 export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker {
   const agents = new AgentPool(db, { secrets: ephemeralSecretBox() });
+  // One model object per version of a config row, as the server keeps them: a step sent ahead
+  // (step-ahead.ts) is taken only by a task that resolves the same model.
+  const models = new Map<string, Promise<LanguageModel>>();
   return new Worker({
     db,
     buffer: new StreamBuffer(),
@@ -61,6 +64,8 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
     backoffMaxMs: 200,
     resolveModel: async (chat: Chat) => {
       const r = await db.query<{
+        id: string;
+        updated_at: Date;
         provider: "openai" | "openai-compatible";
         base_url: string;
         input_price_per_mtok_micros: string | number;
@@ -69,13 +74,19 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
         compact_threshold_percent: number | null;
       }>("SELECT * FROM model_configs WHERE id = $1", [chat.modelConfigId]);
       const c = r.rows[0]!;
-      return {
-        model: await createLanguageModel({
+      const key = `${c.id} ${c.updated_at.toISOString()} ${c.provider} ${c.base_url}`;
+      let model = models.get(key);
+      if (!model) {
+        model = createLanguageModel({
           provider: c.provider,
           model: "fake-model",
           baseUrl: c.base_url,
           apiKey: "k",
-        }),
+        });
+        models.set(key, model);
+      }
+      return {
+        model: await model,
         prices: pricesOf(c),
         ...(c.context_limit !== null && { contextLimitTokens: c.context_limit }),
         ...(c.compact_threshold_percent !== null && {

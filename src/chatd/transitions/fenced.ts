@@ -17,9 +17,9 @@ import {
   type Fence,
 } from "../chats.ts";
 import type { Queryable } from "../db/index.ts";
-import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
+import type { ChatMessage, NewMessage } from "../messages.ts";
 import { loadChat } from "./core.ts";
-import { insertMessagesSql, messageRecord } from "./message-rows.ts";
+import { committedMessage, insertMessagesSql, messageRecord } from "./message-rows.ts";
 
 export interface FencedChange {
   /** Messages to insert: history moves (history_version, generation_attempt 0, no retry state). */
@@ -139,9 +139,7 @@ export async function fencedWriteIf(
   const times = (row.message_times as Date[] | null) ?? [];
   return {
     chat: rowToChat(row),
-    messages: records.map((m, i) =>
-      rowToMessage({ ...m, id: ids[i], chat_id: fence.chatId, created_at: times[i] }),
-    ),
+    messages: records.map((m, i) => committedMessage(m, fence.chatId, ids[i]!, times[i]!)),
     also: row,
   };
 }

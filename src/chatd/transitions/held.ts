@@ -18,6 +18,7 @@ import {
   type ContextSnapshot,
   type KeptSnapshot,
 } from "../prompt/context.ts";
+import type { StepAhead } from "../step-ahead.ts";
 import type { WorkspaceAccess } from "../workspace-access.ts";
 import type { ClaimedStart } from "./claim.ts";
 import { changeOf, type ChatChange } from "./change.ts";
@@ -48,6 +49,8 @@ export class HeldChat {
   #unkept: ContextSnapshot | undefined;
   /** The start that rode on the commit of the latest message's calls, until its batch runs. */
   #batch: { messageId: string; access: WorkspaceAccess; audit: boolean; at: number } | undefined;
+  /** A model step sent as this runner's last write committed, for the task that write led to. */
+  #ahead: { step: StepAhead; historyVersion: string } | undefined;
   /** The highest snapshot version a notification announced. */
   #announced = 0n;
   /** The highest snapshot version this runner read or wrote itself (kept through a drop). */
@@ -181,6 +184,30 @@ export class HeldChat {
     return { access: b.access, audit: b.audit, ageMs };
   }
 
+  /**
+   * A model step sent while this runner's write that left history at `historyVersion`
+   * committed (step-ahead.ts), for the next task; one at a time.
+   */
+  sentAhead(step: StepAhead, historyVersion: string): void {
+    this.dropStepAhead();
+    this.#ahead = { step, historyVersion };
+  }
+
+  /** The step sent ahead for a task fenced at `fence`, once; another task's is dropped. */
+  takeStepAhead(fence: Fence): StepAhead | undefined {
+    const a = this.#ahead;
+    this.#ahead = undefined;
+    if (a?.historyVersion === fence.historyVersion) return a.step;
+    a?.step.drop();
+    return undefined;
+  }
+
+  /** No task takes the step sent ahead (an interruption, the runner's end): it is aborted. */
+  dropStepAhead(): void {
+    this.#ahead?.step.drop();
+    this.#ahead = undefined;
+  }
+
   /** The history of the held `chat`, read on its own (kept only while that chat is held). */
   holdHistory(chat: Chat, history: ChatMessage[]): void {
     if (this.#chat === chat) this.#history = history;
@@ -226,6 +253,7 @@ export class HeldChat {
   }
 
   drop(): void {
+    this.dropStepAhead();
     this.#reserved = undefined;
     this.#claimed?.prefetch?.drop();
     this.#claimed = undefined;

@@ -9,3 +9,4 @@ export { acquire, claimIn, heartbeat, type Acquired, type ClaimedStart } from ".
 export type { ChangePart, Written } from "./fenced.ts";
 export { retryingOf, type Retrying } from "./retrying.ts";
 export { HELD_CHAT_MS, HeldChat, keptSnapshot } from "./held.ts";
+export { committedMessage, messageRecord } from "./message-rows.ts";

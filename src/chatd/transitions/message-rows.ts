@@ -3,7 +3,7 @@
 // one INSERT from a JSON array, typed by the table's own row type, in the array's order (the
 // chat row is locked, so their IDs increase within the chat).
 
-import type { NewMessage } from "../messages.ts";
+import { rowToMessage, type ChatMessage, type NewMessage } from "../messages.ts";
 import { storableParts } from "./storable.ts";
 
 /** The columns a message sets; each record's keys (messageRecord) are these. */
@@ -37,6 +37,16 @@ export function messageRecord(m: NewMessage): Record<string, unknown> {
     context_limit: m.contextLimit ?? null,
     boundary: m.boundary ?? false,
   };
+}
+
+/** The message a commit of `record` (messageRecord's) holds, with its ID and time. */
+export function committedMessage(
+  record: Record<string, unknown>,
+  chatId: string,
+  id: string,
+  createdAt: Date,
+): ChatMessage {
+  return rowToMessage({ ...record, id, chat_id: chatId, created_at: createdAt });
 }
 
 /**

@@ -68,9 +68,12 @@ export class Runner {
     this.#held = new HeldChat(deps.clock, HELD_CHAT_MS, deps.feed);
     this.#held.claimed(claimed.chat, claimed.start);
     this.#taskDeps = { ...deps, held: this.#held };
-    this.done = this.#loop().catch((err: unknown) =>
-      deps.log.warn({ error: failureSummary(err), chat_id: this.chatId }, "runner failed"),
-    );
+    // A model step sent ahead that no task took is aborted when the runner ends.
+    this.done = this.#loop()
+      .finally(() => this.#held.dropStepAhead())
+      .catch((err: unknown) =>
+        deps.log.warn({ error: failureSummary(err), chat_id: this.chatId }, "runner failed"),
+      );
   }
 
   stop(): void {
@@ -169,6 +172,7 @@ export class Runner {
       const ac = new AbortController();
       this.#task = { fence, ac };
       const task = chat.status === "running" ? generationTask : interruptTask;
+      if (task === interruptTask) this.#held.dropStepAhead();
       await runTaskWithRetry((signal) => task(this.#taskDeps, fence, signal), ac.signal, {
         clock: this.deps.clock,
         attemptTimeoutMs: this.o.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS,

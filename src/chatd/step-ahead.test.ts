@@ -1,0 +1,100 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import { describe, expect, it } from "vitest";
+import { createDemoModel, type StepPart } from "../model/index.ts";
+import { StepAhead, type ModelRequest } from "./step-ahead.ts";
+
+/** The demo model, recording each call; `hang`: its answer never comes until the call aborts. */
+function recordingModel(o: { hang?: boolean } = {}): {
+  model: LanguageModelV3;
+  calls: LanguageModelV3CallOptions[];
+} {
+  const demo = createDemoModel();
+  const calls: LanguageModelV3CallOptions[] = [];
+  const model: LanguageModelV3 = {
+    ...demo,
+    doStream: async (call) => {
+      calls.push(call);
+      if (!o.hang) return demo.doStream(call);
+      return {
+        stream: new ReadableStream({
+          start(c) {
+            call.abortSignal?.addEventListener("abort", () => c.error(call.abortSignal!.reason));
+          },
+        }),
+      };
+    },
+  };
+  return { model, calls };
+}
+
+const request = (text: string): ModelRequest => ({
+  system: "You are a test.",
+  messages: [{ role: "user", content: text }],
+});
+
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function read(parts: AsyncIterable<StepPart>): Promise<StepPart[]> {
+  const out: StepPart[] = [];
+  for await (const p of parts) out.push(p);
+  return out;
+}
+
+describe("a model step sent ahead", () => {
+  it("sends its request at once; the task that sends the same request takes its answer", async () => {
+    const { model, calls } = recordingModel();
+    const ahead = new StepAhead(model, request("hello"), 1234);
+    // Sent before anyone takes it.
+    await until(() => calls.length === 1);
+    const parts = ahead.take(model, request("hello"), new AbortController().signal);
+    expect(parts).toBeDefined();
+    const got = await read(parts!);
+    expect(got.at(-1)?.type).toBe("finish");
+    expect(got.some((p) => p.type === "text-delta")).toBe(true);
+    expect(calls).toHaveLength(1);
+    expect(ahead.sentAt).toBe(1234);
+    // Taken once: a second task gets nothing, and dropping it now stops nothing.
+    expect(ahead.take(model, request("hello"), new AbortController().signal)).toBeUndefined();
+    ahead.drop();
+    expect(calls[0]!.abortSignal!.aborted).toBe(false);
+  });
+
+  it("a task that sends another request, or to another model, drops it: its request is aborted", async () => {
+    for (const other of ["request", "model"] as const) {
+      const { model, calls } = recordingModel({ hang: true });
+      const ahead = new StepAhead(model, request("hello"), 0);
+      await until(() => calls.length === 1);
+      const taker = other === "model" ? recordingModel().model : model;
+      const asked = other === "request" ? request("hello again") : request("hello");
+      expect(ahead.take(taker, asked, new AbortController().signal)).toBeUndefined();
+      expect(calls[0]!.abortSignal!.aborted).toBe(true);
+    }
+  });
+
+  it("a step nobody takes is aborted when dropped", async () => {
+    const { model, calls } = recordingModel({ hang: true });
+    const ahead = new StepAhead(model, request("hello"), 0);
+    await until(() => calls.length === 1);
+    ahead.drop();
+    expect(calls[0]!.abortSignal!.aborted).toBe(true);
+    expect(ahead.take(model, request("hello"), new AbortController().signal)).toBeUndefined();
+  });
+
+  it("a taken step stops with the signal of the task that took it", async () => {
+    const { model, calls } = recordingModel({ hang: true });
+    const ahead = new StepAhead(model, request("hello"), 0);
+    const task = new AbortController();
+    const parts = ahead.take(model, request("hello"), task.signal)!;
+    const reading = read(parts);
+    await until(() => calls.length === 1);
+    task.abort(new Error("stale task"));
+    await expect(reading).rejects.toThrow("stale task");
+    expect(calls[0]!.abortSignal!.aborted).toBe(true);
+  });
+});
