@@ -176,7 +176,9 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const modelConfigId = await resolveModel(ctx, body.model_id);
     // A chat with its first message starts its turn here: its agent is asked ahead (worker.ts).
     const claim = ctx.localClaim?.(
-      body.message !== undefined ? { ownerId: user.id, workspaceId } : undefined,
+      body.message !== undefined
+        ? { ownerId: user.id, workspaceId, modelConfigId, message: body.message }
+        : undefined,
     );
     let chat: Chat;
     try {

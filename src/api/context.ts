@@ -8,6 +8,7 @@ import type { Database } from "../chatd/db/index.ts";
 import type { SecretBox } from "../chatd/secrets/index.ts";
 import type { MessageFeed } from "../chatd/message-feed.ts";
 import type { LocalClaim } from "../chatd/transitions/index.ts";
+import type { NewChat } from "../chatd/worker/worker.ts";
 import type { StreamBuffer } from "../chatd/stream.ts";
 import type { AddressPolicy, Clock } from "../contract/index.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -45,12 +46,10 @@ export interface ApiOptions {
    * a message, a message or an edit to an idle chat) runs on this replica, claimed in the
    * transaction that starts it. Without it (or when it answers undefined) every replica learns
    * of the runnable chat from its notification and the first to acquire it runs it. A claim
-   * for a new chat is told its owner and workspace (its agent is asked ahead, worker.ts).
+   * for a new chat is told its owner, workspace, model and first message (its agent is asked
+   * ahead, and its first model step may be sent ahead: worker.ts).
    */
-  localClaim?: (newChat?: {
-    ownerId: string;
-    workspaceId: string | null;
-  }) => LocalClaim | undefined;
+  localClaim?: (newChat?: NewChat) => LocalClaim | undefined;
   /** This replica's metrics, served without a token at GET /metrics. */
   metrics?: Registry;
   /**

@@ -11,21 +11,10 @@ import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
 import { toolResultsCommitted, toolCallLog } from "./observe.ts";
-import {
-  compactionDue,
-  contextBudget,
-  toolResultBudgetBytes,
-  type ContextSnapshot,
-} from "./prompt/index.ts";
-import { modelRequest, StepAhead } from "./step-ahead.ts";
+import { contextBudget, toolResultBudgetBytes, type ContextSnapshot } from "./prompt/index.ts";
+import { sendAhead, type StepAhead } from "./step-ahead.ts";
 import { runTool, type ToolOutcome } from "./tools/index.ts";
-import {
-  commitStep,
-  committedMessage,
-  messageRecord,
-  type ChangePart,
-  type Written,
-} from "./transitions/index.ts";
+import { commitStep, type ChangePart, type Written } from "./transitions/index.ts";
 
 /**
  * The start of the batch of `calls`, to ride on the commit of the step that makes them
@@ -170,7 +159,7 @@ export async function runBatch(
 /**
  * The model step that reads `results` after `history`, sent now, when that is what the task
  * after their commit will do: the chat's model resolves, its context snapshot is held, and no
- * compaction is due (generationTask's order). Undefined otherwise, and without a held chat.
+ * compaction is due (step-ahead.ts). Undefined otherwise, and without a held chat.
  */
 async function stepAheadOf(
   deps: GenerationDeps,
@@ -186,11 +175,8 @@ async function stepAheadOf(
   } catch {
     return undefined; // the next task reports it
   }
-  const next = [
-    ...history,
-    ...results.map((m) => committedMessage(messageRecord(m), chat.id, "0", new Date(0))),
-  ];
-  const requested = chat.compactRequested ? "requested" : undefined;
-  if (compactionDue(next, requested, contextBudget(resolved))) return undefined;
-  return new StepAhead(resolved.model, modelRequest(snapshot, next), deps.clock.now());
+  return sendAhead(resolved.model, contextBudget(resolved), snapshot, history, results, {
+    compactRequested: chat.compactRequested,
+    clock: deps.clock,
+  });
 }

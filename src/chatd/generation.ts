@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { assertNever, type AgentClient, type Clock } from "../contract/index.ts";
 import type { LanguageModel } from "../model/index.ts";
 import { batchStartWithCalls, runBatch } from "./batch-run.ts";
-import { modelRequest, sendStep, type StepAhead } from "./step-ahead.ts";
+import { modelRequest, sendStep, type RecentSnapshots, type StepAhead } from "./step-ahead.ts";
 import { startedWith } from "./batch-start.ts";
 import { costMicros, type ModelPrices } from "./billing.ts";
 import type { Chat, Fence } from "./chats.ts";
@@ -45,6 +45,11 @@ import {
 
 export interface ResolvedModel {
   model: LanguageModel;
+  /**
+   * Whether a new chat may name it (an admin can disable a model: a chat that has it goes on
+   * with it). A step is sent ahead for a new chat only when this is true (worker.ts).
+   */
+  enabled?: boolean;
   prices: ModelPrices;
   /**
    * The model's context limit in tokens: the model row's `context_limit`, else the provider's
@@ -67,7 +72,7 @@ export interface GenerationDeps {
    */
   toolResultBudgetBytes: number;
   /** The chat's model and its prices (what an assistant message's tokens cost). */
-  resolveModel(chat: Chat): Promise<ResolvedModel>;
+  resolveModel(chat: Pick<Chat, "modelConfigId">): Promise<ResolvedModel>;
   /** The chat's workspace agent, or undefined when the chat has none. */
   resolveAgent(chat: Chat): Promise<AgentClient | undefined>;
   /** This replica's log, `replica` bound: lines about tool calls, takeovers, interrupts. */
@@ -81,6 +86,11 @@ export interface GenerationDeps {
   held?: HeldChat;
   /** This replica's feed of committed messages, for its streams (message-feed.ts). */
   feed?: MessageFeed;
+  /**
+   * The context snapshot each workspace gave each model last here (step-ahead.ts): a step that
+   * takes a new snapshot records it, and a new chat's first step is sent ahead with it.
+   */
+  snapshots?: RecentSnapshots;
   /**
    * Before a model step: resolves true once the chat's workspace can take tool calls, false
    * when it ended the turn itself (src/workspaces/readiness.ts). Absent: always ready.
@@ -205,6 +215,8 @@ async function streamModelStep(
   const parts = new AssistantParts();
   const request = modelRequest(snapshot, history);
   const early = ahead?.take(model, request, signal);
+  // A snapshot taken for this step: the next new chat on the workspace sends its step with it.
+  if (keep && chat.workspaceId) deps.snapshots?.remember(model, chat.workspaceId, snapshot);
   // The model window: from just before the request went out until the answer is fully read.
   const opened = early ? ahead!.sentAt : deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);

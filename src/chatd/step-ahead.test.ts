@@ -1,7 +1,14 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../contract/index.ts";
 import { createDemoModel, type StepPart } from "../model/index.ts";
-import { StepAhead, type ModelRequest } from "./step-ahead.ts";
+import type { ContextSnapshot } from "./prompt/index.ts";
+import {
+  RecentSnapshots,
+  STEP_AHEAD_MAX_AGE_MS,
+  StepAhead,
+  type ModelRequest,
+} from "./step-ahead.ts";
 
 /** The demo model, recording each call; `hang`: its answer never comes until the call aborts. */
 function recordingModel(o: { hang?: boolean } = {}): {
@@ -49,7 +56,8 @@ async function read(parts: AsyncIterable<StepPart>): Promise<StepPart[]> {
 describe("a model step sent ahead", () => {
   it("sends its request at once; the task that sends the same request takes its answer", async () => {
     const { model, calls } = recordingModel();
-    const ahead = new StepAhead(model, request("hello"), 1234);
+    const clock = new ManualClock(1234);
+    const ahead = new StepAhead(model, request("hello"), clock);
     // Sent before anyone takes it.
     await until(() => calls.length === 1);
     const parts = ahead.take(model, request("hello"), new AbortController().signal);
@@ -59,6 +67,9 @@ describe("a model step sent ahead", () => {
     expect(got.some((p) => p.type === "text-delta")).toBe(true);
     expect(calls).toHaveLength(1);
     expect(ahead.sentAt).toBe(1234);
+    // Taken: its age no longer matters.
+    clock.advance(STEP_AHEAD_MAX_AGE_MS);
+    expect(calls[0]!.abortSignal!.aborted).toBe(false);
     // Taken once: a second task gets nothing, and dropping it now stops nothing.
     expect(ahead.take(model, request("hello"), new AbortController().signal)).toBeUndefined();
     ahead.drop();
@@ -68,7 +79,7 @@ describe("a model step sent ahead", () => {
   it("a task that sends another request, or to another model, drops it: its request is aborted", async () => {
     for (const other of ["request", "model"] as const) {
       const { model, calls } = recordingModel({ hang: true });
-      const ahead = new StepAhead(model, request("hello"), 0);
+      const ahead = new StepAhead(model, request("hello"), new ManualClock());
       await until(() => calls.length === 1);
       const taker = other === "model" ? recordingModel().model : model;
       const asked = other === "request" ? request("hello again") : request("hello");
@@ -79,16 +90,28 @@ describe("a model step sent ahead", () => {
 
   it("a step nobody takes is aborted when dropped", async () => {
     const { model, calls } = recordingModel({ hang: true });
-    const ahead = new StepAhead(model, request("hello"), 0);
+    const ahead = new StepAhead(model, request("hello"), new ManualClock());
     await until(() => calls.length === 1);
     ahead.drop();
     expect(calls[0]!.abortSignal!.aborted).toBe(true);
     expect(ahead.take(model, request("hello"), new AbortController().signal)).toBeUndefined();
   });
 
+  it("a step nobody takes within its age is dropped", async () => {
+    const { model, calls } = recordingModel({ hang: true });
+    const clock = new ManualClock();
+    const ahead = new StepAhead(model, request("hello"), clock);
+    await until(() => calls.length === 1);
+    clock.advance(STEP_AHEAD_MAX_AGE_MS - 1);
+    expect(calls[0]!.abortSignal!.aborted).toBe(false);
+    clock.advance(1);
+    expect(calls[0]!.abortSignal!.aborted).toBe(true);
+    expect(ahead.take(model, request("hello"), new AbortController().signal)).toBeUndefined();
+  });
+
   it("a taken step stops with the signal of the task that took it", async () => {
     const { model, calls } = recordingModel({ hang: true });
-    const ahead = new StepAhead(model, request("hello"), 0);
+    const ahead = new StepAhead(model, request("hello"), new ManualClock());
     const task = new AbortController();
     const parts = ahead.take(model, request("hello"), task.signal)!;
     const reading = read(parts);
@@ -96,5 +119,30 @@ describe("a model step sent ahead", () => {
     task.abort(new Error("stale task"));
     await expect(reading).rejects.toThrow("stale task");
     expect(calls[0]!.abortSignal!.aborted).toBe(true);
+  });
+});
+
+describe("the snapshots a replica sent each model last", () => {
+  const snapshot = (dir: string): ContextSnapshot => ({
+    environment: null,
+    files: [],
+    organization: null,
+    note: dir,
+  });
+
+  it("are recalled for the same model and workspace only, the least recent forgotten first", () => {
+    const a = createDemoModel();
+    const b = createDemoModel();
+    const recent = new RecentSnapshots(2);
+    recent.remember(a, "w1", snapshot("1"));
+    recent.remember(a, "w2", snapshot("2"));
+    expect(recent.recall(a, "w1")?.note).toBe("1");
+    expect(recent.recall(b, "w1")).toBeUndefined();
+    // w1 was remembered again last: w2 goes when a third comes.
+    recent.remember(a, "w1", snapshot("1b"));
+    recent.remember(a, "w3", snapshot("3"));
+    expect(recent.recall(a, "w2")).toBeUndefined();
+    expect(recent.recall(a, "w1")?.note).toBe("1b");
+    expect(recent.recall(a, "w3")?.note).toBe("3");
   });
 });

@@ -1,18 +1,31 @@
-// A model step sent ahead (docs/architecture.md "The step sent ahead"). A batch's results are
-// committed before the model reads them, and the request that reads them is known before that
-// commit ends: it goes out while the results commit, so the commit's round trip overlaps the
-// model's instead of coming before it. The next task takes the step only if it sends the same
-// request (the same model object, system prompt and messages) from the history the commit left;
-// any other task drops it, and a dropped step is aborted at once. A model call does nothing
-// outside the answer it streams, and that answer is committed, as any step's, by a task whose
-// fence holds: sending the request early changes what a chat records in nothing but time.
+// A model step sent ahead (docs/architecture.md "A step sent ahead"). Two waits come before a
+// model step whose request is already known: a batch's results are committed before the model
+// reads them, and a new chat's first step waits for the workspace agent's context. In both, the
+// request goes out first — with the results it will read, or with the context snapshot this
+// workspace gave the same model last — and the task that makes the step takes it only if its
+// own request is the same (the same model object, system prompt and messages); otherwise it is
+// dropped, and a dropped step's request is aborted at once. A model call does nothing outside
+// the answer it streams, and that answer is committed, as any step's, by a task whose fence
+// holds: sending the request early changes what a chat records in nothing but time.
 
 import type { ModelMessage } from "ai";
+import type { Clock, Timer } from "../contract/index.ts";
 import { streamStep, type LanguageModel, type StepPart } from "../model/index.ts";
-import type { ContextSnapshot } from "./prompt/index.ts";
-import { systemPrompt, toModelMessages } from "./prompt/index.ts";
-import type { ChatMessage } from "./messages.ts";
+import type { ChatMessage, NewMessage } from "./messages.ts";
+import {
+  compactionDue,
+  systemPrompt,
+  toModelMessages,
+  type ContextBudget,
+  type ContextSnapshot,
+} from "./prompt/index.ts";
 import { toolDeclarations } from "./tools/index.ts";
+import { committedMessage, messageRecord } from "./transitions/index.ts";
+
+/** A step nobody took this long after its request went out is dropped. */
+export const STEP_AHEAD_MAX_AGE_MS = 2_000;
+/** How many workspaces' latest snapshots are kept per model (RecentSnapshots). */
+export const RECENT_SNAPSHOTS_PER_MODEL = 100;
 
 /** What a model step sends besides its tools: the system prompt and the conversation. */
 export interface ModelRequest {
@@ -34,6 +47,28 @@ export function sendStep(
   return streamStep(model, { ...request, tools: toolDeclarations(), abortSignal: signal });
 }
 
+/**
+ * The model step of `model` that reads `history` (committed, or about to be: `pending`), sent
+ * now with `snapshot`, unless a compaction is due first within `budget` (generationTask's order).
+ */
+export function sendAhead(
+  model: LanguageModel,
+  budget: ContextBudget,
+  snapshot: ContextSnapshot,
+  history: ChatMessage[],
+  pending: NewMessage[],
+  o: { compactRequested: boolean; clock: Clock },
+): StepAhead | undefined {
+  // As the commit will hold them; their IDs and times are not part of a prompt.
+  const next = [
+    ...history,
+    ...pending.map((m) => committedMessage(messageRecord(m), "", "0", new Date(0))),
+  ];
+  const requested = o.compactRequested ? "requested" : undefined;
+  if (compactionDue(next, requested, budget)) return undefined;
+  return new StepAhead(model, modelRequest(snapshot, next), o.clock);
+}
+
 export class StepAhead {
   readonly #ac = new AbortController();
   readonly #model: LanguageModel;
@@ -41,20 +76,26 @@ export class StepAhead {
   readonly #parts: AsyncGenerator<StepPart, void, undefined>;
   /** The first part, asked for at once: that sends the request. */
   readonly #first: Promise<IteratorResult<StepPart, void>>;
+  readonly #expiry: Timer;
   #settled = false;
+  /** When the request went out (the step's model window starts there). */
+  readonly sentAt: number;
 
-  /** Sends `request` to `model` now; `sentAt` is when (the step's model window starts there). */
+  /** Sends `request` to `model` now; dropped if nobody takes it within `maxAgeMs`. */
   constructor(
     model: LanguageModel,
     request: ModelRequest,
-    readonly sentAt: number,
+    clock: Clock,
+    maxAgeMs = STEP_AHEAD_MAX_AGE_MS,
   ) {
     this.#model = model;
     this.#key = JSON.stringify(request);
+    this.sentAt = clock.now();
     this.#parts = sendStep(model, request, this.#ac.signal);
     this.#first = this.#parts.next();
     // Read by whoever takes the step; a dropped one's failure (its abort) is nobody's.
     this.#first.catch(() => undefined);
+    this.#expiry = clock.setTimer(maxAgeMs, () => this.drop());
   }
 
   /**
@@ -72,6 +113,7 @@ export class StepAhead {
       return undefined;
     }
     this.#settled = true;
+    this.#expiry.cancel();
     if (signal.aborted) this.#ac.abort(signal.reason);
     else signal.addEventListener("abort", () => this.#ac.abort(signal.reason), { once: true });
     return continued(this.#first, this.#parts);
@@ -81,6 +123,7 @@ export class StepAhead {
   drop(): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.#expiry.cancel();
     this.#ac.abort();
     // The provider's response, if it began, is closed (the generator's own cleanup).
     void this.#first.then(() => this.#parts.return(undefined)).catch(() => undefined);
@@ -100,5 +143,29 @@ async function* continued(
   } finally {
     // Left after the first part: the rest closes the provider's response (a no-op once done).
     await rest.return(undefined);
+  }
+}
+
+/**
+ * The context snapshot each workspace gave each model last on this replica, for sending a new
+ * chat's first step ahead (with the same model only: a provider is sent nothing it was not
+ * sent before). At most RECENT_SNAPSHOTS_PER_MODEL workspaces per model, the least recent
+ * forgotten first; a model object no longer used takes its snapshots with it.
+ */
+export class RecentSnapshots {
+  readonly #byModel = new WeakMap<LanguageModel, Map<string, ContextSnapshot>>();
+
+  constructor(private readonly perModel = RECENT_SNAPSHOTS_PER_MODEL) {}
+
+  remember(model: LanguageModel, workspaceId: string, snapshot: ContextSnapshot): void {
+    let m = this.#byModel.get(model);
+    if (!m) this.#byModel.set(model, (m = new Map<string, ContextSnapshot>()));
+    m.delete(workspaceId);
+    m.set(workspaceId, snapshot);
+    if (m.size > this.perModel) m.delete(m.keys().next().value!);
+  }
+
+  recall(model: LanguageModel, workspaceId: string): ContextSnapshot | undefined {
+    return this.#byModel.get(model)?.get(workspaceId);
   }
 }

@@ -273,6 +273,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           base_url: string | null;
           api_key: string | null;
           updated_at: Date;
+          enabled: boolean;
           input_price_per_mtok_micros: string | number;
           output_price_per_mtok_micros: string | number;
           context_limit: number | null;
@@ -302,6 +303,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       }
       return {
         model: m,
+        enabled: c.enabled,
         prices: pricesOf(c),
         contextLimitTokens:
           c.context_limit ?? knownContextLimit(c.provider, c.model) ?? DEFAULT_CONTEXT_LIMIT_TOKENS,

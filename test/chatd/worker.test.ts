@@ -2,6 +2,8 @@
 // timeout in the middle of a model stream, and a heartbeat racing an acquisition.
 
 import { randomUUID } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentPool } from "../../src/chatd/agents.ts";
 import { ChatRefusedError } from "../../src/chatd/chats.ts";
@@ -9,6 +11,7 @@ import { loadSnapshot } from "../../src/chatd/prompt/index.ts";
 import { ephemeralSecretBox } from "../../src/chatd/secrets/index.ts";
 import { StreamBuffer } from "../../src/chatd/stream.ts";
 import { createChat, loadHistory } from "../../src/chatd/transitions/index.ts";
+import type { AgentClient } from "../../src/contract/index.ts";
 import { until } from "../support/agent.ts";
 import { settle, startChat, testWorker, useLoops } from "../support/chatd.ts";
 import {
@@ -93,12 +96,12 @@ describeDatabases("worker faults", (db) => {
     );
     const input = { workspaceId: setup.workspaceId, modelConfigId: setup.modelConfigId };
     // A member the workspace is not shared with: refused, and their claim asks the agent nothing.
-    const refused = worker.localClaim({ ownerId: member, workspaceId: setup.workspaceId })!;
+    const refused = worker.localClaim({ ...input, ownerId: member, message: "go" })!;
     await expect(
       createChat(db(), { ...input, ownerId: member, message: "go" }, refused),
     ).rejects.toThrow(ChatRefusedError);
     fake.script({ text: "asked ahead" });
-    const claim = worker.localClaim({ ownerId: setup.userId, workspaceId: setup.workspaceId })!;
+    const claim = worker.localClaim({ ...input, ownerId: setup.userId, message: "go" })!;
     // The agent has answered before the create statement is even sent.
     await until(() => contexts() === 1, 10_000);
     const chat = await createChat(db(), { ...input, ownerId: setup.userId, message: "go" }, claim);
@@ -112,6 +115,77 @@ describeDatabases("worker faults", (db) => {
     );
     expect(contexts()).toBe(1);
     expect((await loadSnapshot(db(), chat.id))?.snapshot.environment?.directory).toBe(agent.dir);
+  });
+
+  it("a new chat's first model step goes out with the workspace's last snapshot, before the agent answers", async () => {
+    const pool = new AgentPool(db(), { secrets: ephemeralSecretBox() });
+    // The agent's context answers wait for `gate`.
+    let gate: Promise<void> = Promise.resolve();
+    const gated = (c: AgentClient | undefined): AgentClient | undefined =>
+      c &&
+      new Proxy(c, {
+        get(target, key) {
+          if (key === "context")
+            return async (o?: Parameters<AgentClient["context"]>[0]) => {
+              await gate;
+              return target.context(o);
+            };
+          const v: unknown = Reflect.get(target, key, target);
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+    const { fake, setup, worker, agent } = await env(db, {
+      acquireIntervalMs: 60_000,
+      resolveAgent: async (chat) =>
+        chat.workspaceId ? gated(await pool.forWorkspace(chat.workspaceId)) : undefined,
+      agentForUser: async (workspaceId, userId) => gated(await pool.forUser(workspaceId, userId)),
+    });
+    fake.respond(() => ({ text: "answer" }));
+    const input = {
+      ownerId: setup.userId,
+      workspaceId: setup.workspaceId,
+      modelConfigId: setup.modelConfigId,
+    };
+    /** A chat created with the worker's claim; `sent` requests in all before the create. */
+    const start = async (sent?: number): Promise<string> => {
+      const claim = worker.localClaim({ ...input, message: "go" })!;
+      if (sent !== undefined) await until(() => fake.requests.length === sent, 10_000);
+      const chat = await createChat(db(), { ...input, message: "go" }, claim);
+      claim.committed();
+      return chat.id;
+    };
+    const answered = async (chatId: string): Promise<void> => {
+      const { chat, history } = await settle(db(), chatId);
+      expect(chat.status).toBe("waiting");
+      expect(history.map((m) => m.role)).toEqual(["user", "assistant"]);
+    };
+    // The workspace's first chat here: its step waits for the agent (nothing is known yet).
+    await answered(await start());
+    expect(fake.requests).toHaveLength(1);
+    // The next one's step goes out while the agent's answer is held, and is taken: one request.
+    let open!: () => void;
+    gate = new Promise((r) => (open = r));
+    const second = await start(2);
+    open();
+    await answered(second);
+    expect(fake.requests).toHaveLength(2);
+    // Its instructions changed since: the step sent ahead is dropped, and the one that counts
+    // reads them.
+    await writeFile(path.join(agent.dir, "AGENTS.md"), "Always answer in haiku.");
+    await answered(await start(3));
+    expect(fake.requests).toHaveLength(4);
+    expect(JSON.stringify(fake.requests[2]!.messages)).not.toContain("haiku");
+    expect(JSON.stringify(fake.requests[3]!.messages)).toContain("Always answer in haiku.");
+    // A model disabled since is sent nothing for a chat that names it (the create refuses it).
+    await db().query("UPDATE model_configs SET enabled = false WHERE id = $1", [
+      setup.modelConfigId,
+    ]);
+    const refused = worker.localClaim({ ...input, message: "go" })!;
+    await new Promise((r) => setTimeout(r, 300));
+    await expect(createChat(db(), { ...input, message: "go" }, refused)).rejects.toThrow(
+      ChatRefusedError,
+    );
+    expect(fake.requests).toHaveLength(4);
   });
 
   it("a task attempt that runs out of time mid-stream is retried, not taken for a model error", async () => {

@@ -66,6 +66,7 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
       const r = await db.query<{
         id: string;
         updated_at: Date;
+        enabled: boolean;
         provider: "openai" | "openai-compatible";
         base_url: string;
         input_price_per_mtok_micros: string | number;
@@ -87,6 +88,7 @@ export function testWorker(db: Database, o: Partial<WorkerOptions> = {}): Worker
       }
       return {
         model: await model,
+        enabled: c.enabled,
         prices: pricesOf(c),
         ...(c.context_limit !== null && { contextLimitTokens: c.context_limit }),
         ...(c.compact_threshold_percent !== null && {

@@ -107,7 +107,8 @@ export async function createChat(
   return acquired.chat;
 }
 
-function userMessage(text: string, userId: string): NewMessage {
+/** The message a user's text becomes in history. */
+export function userMessage(text: string, userId: string): NewMessage {
   return { role: "user", visibility: "both", content: textContent(text), createdBy: userId };
 }
 

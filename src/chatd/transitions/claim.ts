@@ -11,6 +11,7 @@ import {
   type ContextSnapshot,
   type KeptSnapshot,
 } from "../prompt/context.ts";
+import type { StepAhead } from "../step-ahead.ts";
 import { accessOf, accessRowSql, type WorkspaceAccess } from "../workspace-access.ts";
 import { CHAT_CHANNEL, notifySql } from "./change.ts";
 
@@ -29,6 +30,8 @@ export interface ClaimedStart {
   organization: string | null;
   /** The agent's context, asked for while the claim's statement ran (a new chat's; worker.ts). */
   prefetch?: ContextPrefetch;
+  /** The chat's first model step, sent while the claim's statement ran (a new chat's; worker.ts). */
+  ahead?: StepAhead;
 }
 
 export interface Acquired {

@@ -141,6 +141,7 @@ export class HeldChat {
       ...(start.prefetch && { prefetch: start.prefetch }),
     };
     this.#reserved = chat.status === "running" ? chat : undefined;
+    if (start.ahead) this.sentAhead(start.ahead, chat.historyVersion);
   }
 
   /**

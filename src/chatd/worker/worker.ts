@@ -8,7 +8,8 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { realClock, type AgentClient, type Clock, type Timer } from "../../contract/index.ts";
 import type { GenerationDeps } from "../generation.ts";
-import { captureTimeoutMs, ContextPrefetch } from "../prompt/index.ts";
+import { captureTimeoutMs, ContextPrefetch, contextBudget } from "../prompt/index.ts";
+import { RecentSnapshots, sendAhead, type StepAhead } from "../step-ahead.ts";
 import { createChatdMetrics, silentLogger, type ChatdMetrics } from "../observe.ts";
 import {
   abandon,
@@ -19,6 +20,7 @@ import {
   type Acquired,
   type ChatChange,
   type LocalClaim,
+  userMessage,
 } from "../transitions/index.ts";
 import { deregisterReplica, registerReplica, sweepReplicas } from "../replicas.ts";
 import { failureSummary } from "./failure.ts";
@@ -51,6 +53,15 @@ export interface WorkerOptions
   acquireIntervalMs?: number;
 }
 
+/** A chat about to be created by this replica's API (localClaim). */
+export interface NewChat {
+  ownerId: string;
+  workspaceId: string | null;
+  modelConfigId: string | null;
+  /** Its first message, when it has one (its turn starts). */
+  message?: string;
+}
+
 export class Worker {
   readonly id: string;
   readonly #o: WorkerOptions;
@@ -71,6 +82,7 @@ export class Worker {
     this.#o = o;
     this.#deps = {
       ...o,
+      snapshots: o.snapshots ?? new RecentSnapshots(),
       clock: o.clock ?? realClock,
       log: (o.log ?? silentLogger()).child({ replica: this.id }),
       metrics: o.metrics ?? createChatdMetrics(o.db),
@@ -142,17 +154,28 @@ export class Worker {
    * agent is asked for its context at once, so the first model step does not wait for the
    * create and then for the agent (prompt/context.ts ContextPrefetch).
    */
-  localClaim(newChat?: { ownerId: string; workspaceId: string | null }): LocalClaim | undefined {
+  localClaim(newChat?: NewChat): LocalClaim | undefined {
     if (!this.#started || this.#stopped) return undefined;
     let claimed: Acquired | undefined;
     const ask = this.#o.agentForUser;
-    const prefetch =
-      newChat?.workspaceId && ask
-        ? new ContextPrefetch(
-            ask(newChat.workspaceId, newChat.ownerId),
-            captureTimeoutMs(this.#deps.agentAnswerTimeoutMs),
-          )
-        : undefined;
+    const agent =
+      newChat?.workspaceId && ask ? ask(newChat.workspaceId, newChat.ownerId) : undefined;
+    const prefetch = agent
+      ? new ContextPrefetch(agent, captureTimeoutMs(this.#deps.agentAnswerTimeoutMs))
+      : undefined;
+    // The first model step goes out with the snapshot the workspace gave last (step-ahead.ts)
+    // if it is ready by the commit; one that comes later is dropped, and one whose create
+    // fails expires unused.
+    let ahead: StepAhead | undefined;
+    let over = false;
+    if (agent && newChat?.workspaceId)
+      void this.#firstStepAhead({ ...newChat, workspaceId: newChat.workspaceId }, agent).then(
+        (a) => (over ? a?.drop() : (ahead = a)),
+      );
+    const drop = (): void => {
+      prefetch?.drop();
+      ahead?.drop();
+    };
     return {
       workerId: this.id,
       claim: async (tx, chatId) => {
@@ -163,17 +186,50 @@ export class Worker {
         claimed = prefetch ? { ...acquired, start: { ...acquired.start, prefetch } } : acquired;
       },
       committed: () => {
-        if (!claimed) return prefetch?.drop();
+        over = true;
+        if (!claimed) return drop();
         const c = claimed;
         claimed = undefined;
-        if (!this.#stopped) return this.#startRunner(c);
-        prefetch?.drop();
+        if (!this.#stopped)
+          return this.#startRunner(ahead ? { ...c, start: { ...c.start, ahead } } : c);
+        drop();
         // Stopped since: the lease goes back at once, as a stop releases the others.
         abandon(this.#deps.db, c.chatId, this.id, c.runnerId).catch((err: unknown) =>
           this.#error(err, c.chatId, "release"),
         );
       },
     };
+  }
+
+  /**
+   * A new chat's first model step, sent now with the context snapshot its workspace gave the
+   * chat's model last on this replica, when its agent is the owner's to use (`agent`, as for the
+   * prefetch); taken only if the snapshot the agent gives now makes the same request.
+   */
+  async #firstStepAhead(
+    chat: NewChat & { workspaceId: string },
+    agent: Promise<AgentClient | undefined>,
+  ): Promise<StepAhead | undefined> {
+    const snapshots = this.#deps.snapshots;
+    if (chat.message === undefined || !snapshots) return undefined;
+    try {
+      if (!(await agent)) return undefined;
+      const resolved = await this.#deps.resolveModel({ modelConfigId: chat.modelConfigId });
+      // As the create checks it: a model the chat names must be enabled.
+      if (chat.modelConfigId !== null && resolved.enabled !== true) return undefined;
+      const snapshot = snapshots.recall(resolved.model, chat.workspaceId);
+      if (!snapshot) return undefined;
+      return sendAhead(
+        resolved.model,
+        contextBudget(resolved),
+        snapshot,
+        [],
+        [userMessage(chat.message, chat.ownerId)],
+        { compactRequested: false, clock: this.#deps.clock },
+      );
+    } catch {
+      return undefined; // the first task resolves them again, and reports what fails
+    }
   }
 
   #every(ms: number, fn: () => void): void {
