@@ -130,7 +130,7 @@ describe("the snapshots a replica sent each model last", () => {
     note: dir,
   });
 
-  it("are recalled for the same model and workspace only, the least recent forgotten first", () => {
+  it("are recalled for the model they were sent to only, the least recent forgotten first", () => {
     const a = createDemoModel();
     const b = createDemoModel();
     const recent = new RecentSnapshots(2);
@@ -138,11 +138,12 @@ describe("the snapshots a replica sent each model last", () => {
     recent.remember(a, "w2", snapshot("2"));
     expect(recent.recall(a, "w1")?.note).toBe("1");
     expect(recent.recall(b, "w1")).toBeUndefined();
-    // w1 was remembered again last: w2 goes when a third comes.
-    recent.remember(a, "w1", snapshot("1b"));
+    // w1 was remembered again last (sent to b now): w2 goes when a third comes.
+    recent.remember(b, "w1", snapshot("1b"));
     recent.remember(a, "w3", snapshot("3"));
     expect(recent.recall(a, "w2")).toBeUndefined();
-    expect(recent.recall(a, "w1")?.note).toBe("1b");
+    expect(recent.recall(a, "w1")).toBeUndefined();
+    expect(recent.recall(b, "w1")?.note).toBe("1b");
     expect(recent.recall(a, "w3")?.note).toBe("3");
   });
 });

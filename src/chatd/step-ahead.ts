@@ -24,8 +24,8 @@ import { committedMessage, messageRecord } from "./transitions/index.ts";
 
 /** A step nobody took this long after its request went out is dropped. */
 export const STEP_AHEAD_MAX_AGE_MS = 2_000;
-/** How many workspaces' latest snapshots are kept per model (RecentSnapshots). */
-export const RECENT_SNAPSHOTS_PER_MODEL = 100;
+/** How many workspaces' latest snapshots a replica keeps (RecentSnapshots). */
+export const RECENT_SNAPSHOTS_MAX = 256;
 
 /** What a model step sends besides its tools: the system prompt and the conversation. */
 export interface ModelRequest {
@@ -147,25 +147,25 @@ async function* continued(
 }
 
 /**
- * The context snapshot each workspace gave each model last on this replica, for sending a new
- * chat's first step ahead (with the same model only: a provider is sent nothing it was not
- * sent before). At most RECENT_SNAPSHOTS_PER_MODEL workspaces per model, the least recent
- * forgotten first; a model object no longer used takes its snapshots with it.
+ * The context snapshot each workspace gave last on this replica, with the model it was sent to,
+ * for sending a new chat's first step ahead — with that model only: a provider is sent nothing
+ * it was not sent before. At most RECENT_SNAPSHOTS_MAX workspaces, the least recent forgotten.
  */
 export class RecentSnapshots {
-  readonly #byModel = new WeakMap<LanguageModel, Map<string, ContextSnapshot>>();
+  readonly #byWorkspace = new Map<string, { model: LanguageModel; snapshot: ContextSnapshot }>();
 
-  constructor(private readonly perModel = RECENT_SNAPSHOTS_PER_MODEL) {}
+  constructor(private readonly max = RECENT_SNAPSHOTS_MAX) {}
 
   remember(model: LanguageModel, workspaceId: string, snapshot: ContextSnapshot): void {
-    let m = this.#byModel.get(model);
-    if (!m) this.#byModel.set(model, (m = new Map<string, ContextSnapshot>()));
-    m.delete(workspaceId);
-    m.set(workspaceId, snapshot);
-    if (m.size > this.perModel) m.delete(m.keys().next().value!);
+    this.#byWorkspace.delete(workspaceId);
+    this.#byWorkspace.set(workspaceId, { model, snapshot });
+    if (this.#byWorkspace.size > this.max)
+      this.#byWorkspace.delete(this.#byWorkspace.keys().next().value!);
   }
 
+  /** The snapshot `workspaceId` gave last, if it was sent to `model`. */
   recall(model: LanguageModel, workspaceId: string): ContextSnapshot | undefined {
-    return this.#byModel.get(model)?.get(workspaceId);
+    const r = this.#byWorkspace.get(workspaceId);
+    return r?.model === model ? r.snapshot : undefined;
   }
 }

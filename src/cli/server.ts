@@ -212,8 +212,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     throw err;
   }
 
-  // Keyed by config ID and update time: a changed config (PATCH) makes a new model.
-  const models = new Map<string, LanguageModel>();
+  // By config ID, with the update time it was made for: a changed config (PATCH) makes a new
+  // model in place of the old.
+  const models = new Map<string, { version: string; model: LanguageModel }>();
   const buffer = new StreamBuffer();
   // The messages this replica's worker and API commit, for its streams (message-feed.ts).
   const feed = new MessageFeed(o.clock);
@@ -290,19 +291,22 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         throw new Error(
           "No model is configured: start the server with --model, or add one with POST /api/v1/models.",
         );
-      const key = `${c.id} ${c.updated_at.toISOString()}`;
-      let m = models.get(key);
-      if (!m) {
-        m = await createLanguageModel({
-          provider: c.provider as ProviderName,
-          model: c.model,
-          ...(c.base_url && { baseUrl: c.base_url }),
-          ...(c.api_key && { apiKey: secrets.open(c.api_key, SLOTS.modelApiKey(c.id)) }),
-        });
-        models.set(key, m);
+      const version = c.updated_at.toISOString();
+      let m = models.get(c.id);
+      if (m?.version !== version) {
+        m = {
+          version,
+          model: await createLanguageModel({
+            provider: c.provider as ProviderName,
+            model: c.model,
+            ...(c.base_url && { baseUrl: c.base_url }),
+            ...(c.api_key && { apiKey: secrets.open(c.api_key, SLOTS.modelApiKey(c.id)) }),
+          }),
+        };
+        models.set(c.id, m);
       }
       return {
-        model: m,
+        model: m.model,
         enabled: c.enabled,
         prices: pricesOf(c),
         contextLimitTokens:
