@@ -4,6 +4,7 @@ import { ManualClock } from "../contract/index.ts";
 import { createDemoModel, type StepPart } from "../model/index.ts";
 import type { ContextSnapshot } from "./prompt/index.ts";
 import {
+  RECENT_SNAPSHOT_MS,
   RecentSnapshots,
   STEP_AHEAD_MAX_AGE_MS,
   StepAhead,
@@ -133,7 +134,7 @@ describe("the snapshots a replica sent each model last", () => {
   it("are recalled for the model they were sent to only, the least recent forgotten first", () => {
     const a = createDemoModel();
     const b = createDemoModel();
-    const recent = new RecentSnapshots(2);
+    const recent = new RecentSnapshots(new ManualClock(), { max: 2 });
     recent.remember(a, "w1", snapshot("1"));
     recent.remember(a, "w2", snapshot("2"));
     expect(recent.recall(a, "w1")?.note).toBe("1");
@@ -145,5 +146,16 @@ describe("the snapshots a replica sent each model last", () => {
     expect(recent.recall(a, "w1")).toBeUndefined();
     expect(recent.recall(b, "w1")?.note).toBe("1b");
     expect(recent.recall(a, "w3")?.note).toBe("3");
+  });
+
+  it("are recalled for a minute", () => {
+    const a = createDemoModel();
+    const clock = new ManualClock();
+    const recent = new RecentSnapshots(clock);
+    recent.remember(a, "w1", snapshot("1"));
+    clock.advance(RECENT_SNAPSHOT_MS);
+    expect(recent.recall(a, "w1")?.note).toBe("1");
+    clock.advance(1);
+    expect(recent.recall(a, "w1")).toBeUndefined();
   });
 });

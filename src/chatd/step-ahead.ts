@@ -26,6 +26,8 @@ import { committedMessage, messageRecord } from "./transitions/index.ts";
 export const STEP_AHEAD_MAX_AGE_MS = 2_000;
 /** How many workspaces' latest snapshots a replica keeps (RecentSnapshots). */
 export const RECENT_SNAPSHOTS_MAX = 256;
+/** How long a workspace's latest snapshot is used for sending a new chat's step ahead. */
+export const RECENT_SNAPSHOT_MS = 60_000;
 
 /** What a model step sends besides its tools: the system prompt and the conversation. */
 export interface ModelRequest {
@@ -147,25 +149,35 @@ async function* continued(
 }
 
 /**
- * The context snapshot each workspace gave last on this replica, with the model it was sent to,
- * for sending a new chat's first step ahead — with that model only: a provider is sent nothing
- * it was not sent before. At most RECENT_SNAPSHOTS_MAX workspaces, the least recent forgotten.
+ * The context snapshot each workspace gave last on this replica, with the model it was sent to
+ * and when, for sending a new chat's first step ahead: with that model only (a provider is sent
+ * nothing it was not sent before), and only within RECENT_SNAPSHOT_MS (a workspace whose agent
+ * answered a minute ago most likely runs still; one stopped since would only waste the step).
+ * At most RECENT_SNAPSHOTS_MAX workspaces, the least recent forgotten.
  */
 export class RecentSnapshots {
-  readonly #byWorkspace = new Map<string, { model: LanguageModel; snapshot: ContextSnapshot }>();
+  readonly #byWorkspace = new Map<
+    string,
+    { model: LanguageModel; snapshot: ContextSnapshot; at: number }
+  >();
 
-  constructor(private readonly max = RECENT_SNAPSHOTS_MAX) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly o: { max?: number; maxAgeMs?: number } = {},
+  ) {}
 
   remember(model: LanguageModel, workspaceId: string, snapshot: ContextSnapshot): void {
     this.#byWorkspace.delete(workspaceId);
-    this.#byWorkspace.set(workspaceId, { model, snapshot });
-    if (this.#byWorkspace.size > this.max)
+    this.#byWorkspace.set(workspaceId, { model, snapshot, at: this.clock.now() });
+    if (this.#byWorkspace.size > (this.o.max ?? RECENT_SNAPSHOTS_MAX))
       this.#byWorkspace.delete(this.#byWorkspace.keys().next().value!);
   }
 
-  /** The snapshot `workspaceId` gave last, if it was sent to `model`. */
+  /** The snapshot `workspaceId` gave last, if it was sent to `model` recently. */
   recall(model: LanguageModel, workspaceId: string): ContextSnapshot | undefined {
     const r = this.#byWorkspace.get(workspaceId);
-    return r?.model === model ? r.snapshot : undefined;
+    if (!r || r.model !== model) return undefined;
+    if (this.clock.now() - r.at > (this.o.maxAgeMs ?? RECENT_SNAPSHOT_MS)) return undefined;
+    return r.snapshot;
   }
 }

@@ -82,7 +82,7 @@ export class Worker {
     this.#o = o;
     this.#deps = {
       ...o,
-      snapshots: o.snapshots ?? new RecentSnapshots(),
+      snapshots: o.snapshots ?? new RecentSnapshots(o.clock ?? realClock),
       clock: o.clock ?? realClock,
       log: (o.log ?? silentLogger()).child({ replica: this.id }),
       metrics: o.metrics ?? createChatdMetrics(o.db),
