@@ -61,6 +61,31 @@ function recording(db: Database): { db: Database; statements: string[] } {
 const chatStatements = (statements: string[]): string[] =>
   statements.filter((s) => /\bchat(s|_messages)\b/.test(s));
 
+/**
+ * Commits `messages` as the chat's runner does a step (`final`: the step that ends the turn),
+ * telling this replica's `feed` when given (else as another replica's runner).
+ */
+async function commitAsRunner(
+  db: Database,
+  chatId: string,
+  workerId: string,
+  runnerId: string,
+  messages: NewMessage[],
+  o: { feed?: MessageFeed; final?: boolean },
+): Promise<void> {
+  const held = o.feed ? new HeldChat(realClock, HELD_CHAT_MS, o.feed) : undefined;
+  const chat = (await loadChat(db, chatId))!;
+  held?.read(chat);
+  const fence: Fence = {
+    chatId,
+    workerId,
+    runnerId,
+    status: "running",
+    historyVersion: chat.historyVersion,
+  };
+  await (o.final ? commitFinalStep : commitStep)(db, fence, messages, held);
+}
+
 const ofType = (events: SseEvent[], type: string): SseEvent[] =>
   events.filter((e) => e.event === type);
 
@@ -219,19 +244,10 @@ describeDatabases("chat event stream", (db) => {
     const [claimed] = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
     expect(claimed?.chatId).toBe(chatId);
     for (const [step, messages] of turnSteps.entries()) {
-      const stepFeed = feedOf(step);
-      const held = stepFeed ? new HeldChat(realClock, HELD_CHAT_MS, stepFeed) : undefined;
-      const chat = (await loadChat(db(), chatId))!;
-      held?.read(chat);
-      const fence: Fence = {
-        chatId,
-        workerId,
-        runnerId: claimed!.runnerId,
-        status: "running",
-        historyVersion: chat.historyVersion,
-      };
-      if (step < turnSteps.length - 1) await commitStep(db(), fence, messages, held);
-      else await commitFinalStep(db(), fence, messages, held);
+      await commitAsRunner(db(), chatId, workerId, claimed!.runnerId, messages, {
+        feed: feedOf(step),
+        final: step === turnSteps.length - 1,
+      });
     }
   };
 
@@ -454,22 +470,15 @@ describeDatabases("chat event stream: events held together", (db) => {
         const workerId = randomUUID();
         const [claimed] = await acquire(db(), workerId, { leaseMs: 60_000, limit: 10 });
         expect(claimed?.chatId).toBe(chatId);
-        const commit = async (text: string, final = false): Promise<void> => {
-          const chat = (await loadChat(db(), chatId))!;
-          const held = new HeldChat(realClock, HELD_CHAT_MS, feed);
-          held.read(chat);
-          const fence: Fence = {
+        const commit = (text: string, final = false): Promise<void> =>
+          commitAsRunner(
+            db(),
             chatId,
             workerId,
-            runnerId: claimed!.runnerId,
-            status: "running",
-            historyVersion: chat.historyVersion,
-          };
-          const step: NewMessage[] = [
-            { role: "assistant", visibility: "both", content: [{ type: "text", text }] },
-          ];
-          await (final ? commitFinalStep : commitStep)(db(), fence, step, held);
-        };
+            claimed!.runnerId,
+            [{ role: "assistant", visibility: "both", content: [{ type: "text", text }] }],
+            { feed, final },
+          );
         // A step's commit moves history, not the status: its message waits for what follows.
         await commit("thinking");
         await new Promise((r) => setTimeout(r, 300));
