@@ -10,7 +10,7 @@ import { batchMessages } from "./batch.ts";
 import type { Chat, Fence } from "./chats.ts";
 import type { GenerationDeps, ResolvedModel } from "./generation.ts";
 import type { ChatMessage, NewMessage, ToolCallPart } from "./messages.ts";
-import { toolResultsCommitted, toolCallLog } from "./observe.ts";
+import { toolCallFields, toolResultsCommitted } from "./observe.ts";
 import { contextBudget, toolResultBudgetBytes, type ContextSnapshot } from "./prompt/index.ts";
 import { sendAhead, type StepAhead } from "./step-ahead.ts";
 import { runTool, type ToolOutcome } from "./tools/index.ts";
@@ -87,8 +87,8 @@ export async function runBatch(
           billable: false,
         };
       }
-      toolCallLog(deps.log, chatId, messageId, call.toolCallId).info(
-        { tool: call.toolName },
+      deps.log.info(
+        { ...toolCallFields(chatId, messageId, call.toolCallId), tool: call.toolName },
         "tool call sent",
       );
       deps.buffer.stampCall(chat.id, call.toolCallId, { startedAt: deps.clock.now() });

@@ -90,17 +90,16 @@ export function silentLogger(): Logger {
   return pino({ level: "silent" });
 }
 
-/** The log of one tool call: its chat and tool call UUID bound on the replica's logger. */
-export function toolCallLog(
-  log: Logger,
+/**
+ * What names one tool call in a log line: its chat and tool call UUID (fields of the line, not
+ * a child logger: a line below the log's level then costs nothing).
+ */
+export function toolCallFields(
   chatId: ChatId,
   messageId: MessageId,
   toolCallId: string,
-): Logger {
-  return log.child({
-    chat_id: chatId,
-    tool_call_uuid: toolCallUuid(chatId, messageId, toolCallId),
-  });
+): { chat_id: ChatId; tool_call_uuid: string } {
+  return { chat_id: chatId, tool_call_uuid: toolCallUuid(chatId, messageId, toolCallId) };
 }
 
 /**
@@ -124,8 +123,13 @@ export function toolResultsCommitted(
         tool: isToolName(p.tool_name) ? p.tool_name : "unknown",
         status,
       });
-      toolCallLog(deps.log, chatId, messageId, p.tool_call_id).info(
-        { tool: p.tool_name, status, ...(reason && { reason }) },
+      deps.log.info(
+        {
+          ...toolCallFields(chatId, messageId, p.tool_call_id),
+          tool: p.tool_name,
+          status,
+          ...(reason && { reason }),
+        },
         "tool call result committed",
       );
     }
@@ -144,13 +148,11 @@ export function agentRequestObserver(
     metrics.agentRequestSeconds.observe({ route: r.route }, r.durationMs / 1000);
     if (r.aborted || (r.status !== undefined && r.status < 300)) return;
     const tc = r.toolCall;
-    const l = tc
-      ? toolCallLog(log, tc.chatId, tc.messageId, tc.toolCallId)
-      : r.chatId
-        ? log.child({ chat_id: r.chatId })
-        : log;
-    l.warn(
+    log.warn(
       {
+        ...(tc
+          ? toolCallFields(tc.chatId, tc.messageId, tc.toolCallId)
+          : r.chatId && { chat_id: r.chatId }),
         route: r.route,
         duration_ms: Math.round(r.durationMs),
         ...(r.status !== undefined && { status: r.status }),
