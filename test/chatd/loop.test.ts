@@ -7,7 +7,7 @@ import path from "node:path";
 import { expect, it } from "vitest";
 import type { Database } from "../../src/chatd/db/index.ts";
 import { StreamBuffer, type LivePart } from "../../src/chatd/stream.ts";
-import { createChat, sendMessage } from "../../src/chatd/transitions/index.ts";
+import { createChat, interrupt, sendMessage } from "../../src/chatd/transitions/index.ts";
 import type { Worker } from "../../src/chatd/worker/worker.ts";
 import { parseChatId, toMessageId, toolCallUuid } from "../../src/contract/index.ts";
 import type { TestAgent } from "../support/agent.ts";
@@ -111,6 +111,52 @@ describeDatabases("chat loop", (db) => {
     expect(lastToolResultSent(fake)).toMatchObject({ status: "completed", output: "hi\n" });
     expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
     expect(history.at(-1)!.content).toEqual([{ type: "text", text: "Done." }]);
+  });
+
+  it("an interruption while the results commit drops the step sent ahead: aborted, nothing of it kept", async () => {
+    // Once the step that reads the results is at the provider, the user interrupts, and then
+    // the results' commit goes on: its fence no longer holds.
+    let requests: () => number = () => 0;
+    let chatId = "";
+    let interrupted = false;
+    const interruptingResults = (d: Database): Database =>
+      new Proxy(d, {
+        get(target, key) {
+          if (key === "query")
+            return async (sql: string, params?: unknown[]) => {
+              const results = params?.some(
+                (p) => typeof p === "string" && p.includes("tool-result"),
+              );
+              if (/UPDATE chats SET/.test(sql) && results && !interrupted) {
+                interrupted = true;
+                const deadline = Date.now() + 3_000;
+                while (requests() < 2 && Date.now() < deadline) await sleep(10);
+                await interrupt(target, chatId);
+              }
+              return target.query(sql, params);
+            };
+          const v: unknown = Reflect.get(target, key, target);
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+    const { fake, setup } = await env(() => interruptingResults(db()));
+    requests = () => fake.requests.length;
+    fake.script(
+      { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi" } }] },
+      { text: "never kept", hangAfterChunks: 1 },
+    );
+    chatId = await startChat(db(), setup, "run it");
+    const { chat, history } = await settle(db(), chatId);
+    expect(chat.status).toBe("waiting");
+    expect(interrupted).toBe(true);
+    expect(fake.requests).toHaveLength(2);
+    // The provider saw the step sent ahead left mid-answer, and nothing of it is in history.
+    const deadline = Date.now() + 3_000;
+    while (!fake.abandoned.includes(1) && Date.now() < deadline) await sleep(10);
+    expect(fake.abandoned).toContain(1);
+    expect(JSON.stringify(history)).not.toContain("never");
+    expect(history.filter((m) => m.role === "assistant")).toHaveLength(1);
+    expect(results(history)).toHaveLength(1);
   });
 
   it("execute past its timeout is left running with its process ID, and process_output reads it later", async () => {

@@ -87,6 +87,8 @@ export interface FakeProvider {
   requests: FakeChatRequest[];
   /** The Authorization header of each of those requests (the API key the server sent). */
   authorizations: (string | undefined)[];
+  /** The indexes in `requests` of those whose client left before the answer ended. */
+  abandoned: number[];
   /** Queues responses, used one per request in order. */
   script(...steps: FakeScriptEntry[]): void;
   /** Answers every request the script leaves unanswered (default: {@link FAKE_DEFAULT_TEXT}). */
@@ -369,6 +371,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: FakeScriptEntry[] = [];
   const requests: FakeChatRequest[] = [];
   const authorizations: (string | undefined)[] = [];
+  const abandoned: number[] = [];
   let fallback: (request: FakeChatRequest) => FakeStep = () => ({ text: FAKE_DEFAULT_TEXT });
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -394,8 +397,11 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       if (!parsed.success) return sendError(res, 400, z.prettifyError(parsed.error));
       request = asChatRequest(parsed.data);
     }
-    requests.push(request);
+    const index = requests.push(request) - 1;
     authorizations.push(req.headers.authorization);
+    res.once("close", () => {
+      if (!res.writableEnded) abandoned.push(index);
+    });
     const entry = queue.shift() ?? fallback;
     const step = typeof entry === "function" ? entry(request) : entry;
     const ids = (step.toolCalls ?? []).map((c) => c.id ?? randomId("call_"));
@@ -439,6 +445,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     authorizations,
+    abandoned,
     script: (...steps) => void queue.push(...steps),
     respond: (f) => {
       fallback = f;
