@@ -1,8 +1,9 @@
 // The tool batch action of the generation task (CHATD.md 5, 6): the latest assistant message's
 // unresolved calls, sent to the workspace agent concurrently once the batch's start
 // (batch-start.ts) finds the workspace usable, their results committed together with the next
-// model call's attempt, while that call goes out (step-ahead.ts). Live parts show each call start and finish; this replica's stamps of
-// the calls bill the batch if it is interrupted (CHATD.md 9).
+// model call's attempt, while that call goes out (step-ahead.ts). Live parts show each call
+// start and finish; this replica's stamps of the calls bill the batch if it is interrupted
+// (CHATD.md 9).
 
 import { parseChatId, toMessageId, toolCallUuid } from "../contract/index.ts";
 import { batchStartPart, refuseBatch, startBatch } from "./batch-start.ts";
