@@ -26,6 +26,22 @@ function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {
   return JSON.parse(String(toolMsgs.at(-1)!.content)) as Record<string, unknown>;
 }
 
+/** `d`, running `hook` before each statement that commits a batch's results. */
+function beforeResultsCommit(d: Database, hook: () => Promise<void>): Database {
+  return new Proxy(d, {
+    get(target, key) {
+      if (key === "query")
+        return async (sql: string, params?: unknown[]) => {
+          const results = params?.some((p) => typeof p === "string" && p.includes("tool-result"));
+          if (/UPDATE chats SET/.test(sql) && results) await hook();
+          return target.query(sql, params);
+        };
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
 describeDatabases("chat loop", (db) => {
   it("the model runs a foreground execute and gets the exit code and output; watchers see it live", async () => {
     const buffer = new StreamBuffer();
@@ -78,23 +94,10 @@ describeDatabases("chat loop", (db) => {
     let requests: () => number = () => 0;
     let requestsAtCommit: number | undefined;
     const holdingResults = (d: Database): Database =>
-      new Proxy(d, {
-        get(target, key) {
-          if (key === "query")
-            return async (sql: string, params?: unknown[]) => {
-              const results = params?.some(
-                (p) => typeof p === "string" && p.includes("tool-result"),
-              );
-              if (/UPDATE chats SET/.test(sql) && results) {
-                const deadline = Date.now() + 3_000;
-                while (requests() < 2 && Date.now() < deadline) await sleep(10);
-                requestsAtCommit = requests();
-              }
-              return target.query(sql, params);
-            };
-          const v: unknown = Reflect.get(target, key, target);
-          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-        },
+      beforeResultsCommit(d, async () => {
+        const deadline = Date.now() + 3_000;
+        while (requests() < 2 && Date.now() < deadline) await sleep(10);
+        requestsAtCommit = requests();
       });
     const { fake, setup } = await env(() => holdingResults(db()));
     requests = () => fake.requests.length;
@@ -120,24 +123,12 @@ describeDatabases("chat loop", (db) => {
     let chatId = "";
     let interrupted = false;
     const interruptingResults = (d: Database): Database =>
-      new Proxy(d, {
-        get(target, key) {
-          if (key === "query")
-            return async (sql: string, params?: unknown[]) => {
-              const results = params?.some(
-                (p) => typeof p === "string" && p.includes("tool-result"),
-              );
-              if (/UPDATE chats SET/.test(sql) && results && !interrupted) {
-                interrupted = true;
-                const deadline = Date.now() + 3_000;
-                while (requests() < 2 && Date.now() < deadline) await sleep(10);
-                await interrupt(target, chatId);
-              }
-              return target.query(sql, params);
-            };
-          const v: unknown = Reflect.get(target, key, target);
-          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-        },
+      beforeResultsCommit(d, async () => {
+        if (interrupted) return;
+        interrupted = true;
+        const deadline = Date.now() + 3_000;
+        while (requests() < 2 && Date.now() < deadline) await sleep(10);
+        await interrupt(d, chatId);
       });
     const { fake, setup } = await env(() => interruptingResults(db()));
     requests = () => fake.requests.length;
