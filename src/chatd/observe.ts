@@ -152,7 +152,9 @@ export function agentRequestObserver(
       {
         ...(tc
           ? toolCallFields(tc.chatId, tc.messageId, tc.toolCallId)
-          : r.chatId && { chat_id: r.chatId }),
+          : r.chatId
+            ? { chat_id: r.chatId }
+            : {}),
         route: r.route,
         duration_ms: Math.round(r.durationMs),
         ...(r.status !== undefined && { status: r.status }),

@@ -10,7 +10,6 @@ import type { Clock } from "../contract/index.ts";
 import { ConfigCache } from "../chatd/config-cache.ts";
 import { AgentPool } from "../chatd/agents.ts";
 import { AgentHub, type AgentHubOptions } from "../chatd/dialout/index.ts";
-import { pricesOf } from "../chatd/billing.ts";
 import type { Chat } from "../chatd/chats.ts";
 import { openDatabase, type Database } from "../chatd/db/index.ts";
 import { replicaSecret } from "../chatd/replicas.ts";
@@ -19,23 +18,15 @@ import {
   purgeOldRowVersions,
   sealAtRest,
   SecretOpenError,
-  SLOTS,
 } from "../chatd/secrets/index.ts";
 import { agentRequestObserver, createChatdMetrics, type ChatdMetrics } from "../chatd/observe.ts";
-import { DEFAULT_CONTEXT_LIMIT_TOKENS } from "../chatd/prompt/index.ts";
+import { modelResolver } from "../chatd/model-configs.ts";
 import { MessageFeed } from "../chatd/message-feed.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { DEFAULT_TOOL_RESULT_BUDGET_BYTES } from "../chatd/tools/index.ts";
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/worker.ts";
 import { WorkspaceServices } from "../workspaces/index.ts";
-import {
-  createLanguageModel,
-  knownContextLimit,
-  defaultModelSpec,
-  parseModelSpec,
-  type LanguageModel,
-  type ProviderName,
-} from "../model/index.ts";
+import { defaultModelSpec, parseModelSpec } from "../model/index.ts";
 import { parseListen } from "./listen.ts";
 import { createLogger, DEFAULT_LOG_LEVEL, type LogLevel } from "./log.ts";
 import { stopOnSignals } from "./signals.ts";
@@ -212,9 +203,6 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     throw err;
   }
 
-  // By config ID, with the update time it was made for: a changed config (PATCH) makes a new
-  // model in place of the old.
-  const models = new Map<string, { version: string; model: LanguageModel }>();
   const buffer = new StreamBuffer();
   // The messages this replica's worker and API commit, for its streams (message-feed.ts).
   const feed = new MessageFeed(o.clock);
@@ -265,57 +253,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.retryLimitMs !== undefined && { retryLimitMs: o.retryLimitMs }),
     agentAnswerTimeoutMs: o.agentAnswerTimeoutMs ?? DEFAULT_AGENT_ANSWER_TIMEOUT_MS,
     toolResultBudgetBytes: DEFAULT_TOOL_RESULT_BUDGET_BYTES,
-    resolveModel: async (chat: Chat) => {
-      const read = () =>
-        db.query<{
-          id: string;
-          provider: string;
-          model: string;
-          base_url: string | null;
-          api_key: string | null;
-          updated_at: Date;
-          enabled: boolean;
-          input_price_per_mtok_micros: string | number;
-          output_price_per_mtok_micros: string | number;
-          context_limit: number | null;
-          compact_threshold_percent: number | null;
-        }>(
-          chat.modelConfigId
-            ? "SELECT * FROM model_configs WHERE id = $1"
-            : "SELECT * FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
-          chat.modelConfigId ? [chat.modelConfigId] : [],
-        );
-      const r = await config.read("model_configs", chat.modelConfigId ?? "default", read);
-      const c = r.rows[0];
-      if (!c)
-        throw new Error(
-          "No model is configured: start the server with --model, or add one with POST /api/v1/models.",
-        );
-      const version = c.updated_at.toISOString();
-      let m = models.get(c.id);
-      if (m?.version !== version) {
-        m = {
-          version,
-          model: await createLanguageModel({
-            provider: c.provider as ProviderName,
-            model: c.model,
-            ...(c.base_url && { baseUrl: c.base_url }),
-            ...(c.api_key && { apiKey: secrets.open(c.api_key, SLOTS.modelApiKey(c.id)) }),
-          }),
-        };
-        models.set(c.id, m);
-      }
-      return {
-        model: m.model,
-        enabled: c.enabled,
-        prices: pricesOf(c),
-        contextLimitTokens:
-          c.context_limit ?? knownContextLimit(c.provider, c.model) ?? DEFAULT_CONTEXT_LIMIT_TOKENS,
-        ...(c.compact_threshold_percent !== null && {
-          compactThresholdPercent: c.compact_threshold_percent,
-        }),
-      };
-    },
+    resolveModel: modelResolver(db, config, secrets),
     resolveAgent: async (chat: Chat) =>
       chat.workspaceId ? agents.forWorkspace(chat.workspaceId) : undefined,
     agentForUser: (workspaceId, userId) => agents.forUser(workspaceId, userId),

@@ -10,3 +10,9 @@ export function utf8Floor(bytes: Uint8Array, at: number): number {
   while (at > 0 && at < bytes.length && (bytes[at]! & 0xc0) === 0x80) at--;
   return at;
 }
+
+/** `at` moved forward to the start of the next character: where a tail kept from `at` starts. */
+export function utf8Ceil(bytes: Uint8Array, at: number): number {
+  while (at < bytes.length && (bytes[at]! & 0xc0) === 0x80) at++;
+  return at;
+}

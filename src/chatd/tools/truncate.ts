@@ -2,7 +2,7 @@
 // the budget, the largest string (the output, a diff, a file) is cut to what fits, keeping the
 // first 2/3 and the last 1/3 with a marker saying how many bytes were cut.
 
-import { utf8Floor } from "../../contract/index.ts";
+import { utf8Ceil, utf8Floor } from "../../contract/index.ts";
 import type { ToolResult } from "./results.ts";
 
 /** The default budget of one tool result's JSON, in bytes (about 8k tokens). */
@@ -51,10 +51,9 @@ export function truncateToolResult(
 function cutString(bytes: Buffer, keep: number): string {
   if (keep >= bytes.length) return bytes.toString("utf8");
   const headKeep = Math.floor((keep * 2) / 3);
-  let tailStart = bytes.length - (keep - headKeep);
-  // Never split a UTF-8 sequence: continuation bytes are 10xxxxxx.
+  // Never split a UTF-8 sequence.
   const headEnd = utf8Floor(bytes, headKeep);
-  while (tailStart < bytes.length && (bytes[tailStart]! & 0xc0) === 0x80) tailStart++;
+  const tailStart = utf8Ceil(bytes, bytes.length - (keep - headKeep));
   const head = bytes.subarray(0, headEnd).toString("utf8");
   const tail = bytes.subarray(tailStart).toString("utf8");
   return head + cutMarker(tailStart - headEnd) + tail;

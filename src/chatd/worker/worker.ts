@@ -80,10 +80,11 @@ export class Worker {
   constructor(o: WorkerOptions) {
     this.id = o.workerId ?? randomUUID();
     this.#o = o;
+    const clock = o.clock ?? realClock;
     this.#deps = {
       ...o,
-      snapshots: o.snapshots ?? new RecentSnapshots(o.clock ?? realClock),
-      clock: o.clock ?? realClock,
+      snapshots: o.snapshots ?? new RecentSnapshots(clock),
+      clock,
       log: (o.log ?? silentLogger()).child({ replica: this.id }),
       metrics: o.metrics ?? createChatdMetrics(o.db),
     };
@@ -158,8 +159,8 @@ export class Worker {
     if (!this.#started || this.#stopped) return undefined;
     let claimed: Acquired | undefined;
     const ask = this.#o.agentForUser;
-    const agent =
-      newChat?.workspaceId && ask ? ask(newChat.workspaceId, newChat.ownerId) : undefined;
+    const workspaceId = newChat?.workspaceId;
+    const agent = workspaceId && ask ? ask(workspaceId, newChat.ownerId) : undefined;
     const prefetch = agent
       ? new ContextPrefetch(agent, captureTimeoutMs(this.#deps.agentAnswerTimeoutMs))
       : undefined;
@@ -168,8 +169,8 @@ export class Worker {
     // fails expires unused.
     let ahead: StepAhead | undefined;
     let over = false;
-    if (agent && newChat?.workspaceId)
-      void this.#firstStepAhead({ ...newChat, workspaceId: newChat.workspaceId }, agent).then(
+    if (agent && workspaceId && newChat.message !== undefined)
+      void this.#firstStepAhead({ ...newChat, workspaceId, message: newChat.message }, agent).then(
         (a) => (over ? a?.drop() : (ahead = a)),
       );
     const drop = (): void => {
@@ -207,11 +208,11 @@ export class Worker {
    * prefetch); taken only if the snapshot the agent gives now makes the same request.
    */
   async #firstStepAhead(
-    chat: NewChat & { workspaceId: string },
+    chat: NewChat & { workspaceId: string; message: string },
     agent: Promise<AgentClient | undefined>,
   ): Promise<StepAhead | undefined> {
     const snapshots = this.#deps.snapshots;
-    if (chat.message === undefined || !snapshots) return undefined;
+    if (!snapshots) return undefined;
     try {
       if (!(await agent)) return undefined;
       // After the agent's context request is on its way (that answer is the longer wait).
