@@ -202,21 +202,31 @@ function tetherSystem(): System {
     if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
     return r.json();
   };
-  /** Reads the chat's SSE stream until a `status` event says `waiting`. */
-  const untilWaiting = async (chatId: string): Promise<void> => {
+  /**
+   * Creates a chat with its message and reads the chat's SSE stream, which the create answers
+   * with (`Accept: text/event-stream`), until a `status` event says `waiting`.
+   */
+  const turnOnStream = async (): Promise<void> => {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), SSE_BOUND_MS);
     try {
-      const r = await fetch(`${api}/api/v1/chats/${chatId}/stream`, {
-        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+      const r = await fetch(`${api}/api/v1/chats`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "text/event-stream",
+        },
+        body: JSON.stringify({ workspace_id: workspaceId, model_id: modelId, message: "go" }),
         signal: ac.signal,
       });
+      if (r.status !== 201) throw new Error(`POST /api/v1/chats: ${r.status} ${await r.text()}`);
       let done = false;
       const parser = createParser({
         onEvent: (e) => {
           if (e.event !== "status") return;
           const s = (JSON.parse(e.data) as { status: string }).status;
-          if (s === "error") throw new Error(`chat ${chatId} ended in error`);
+          if (s === "error") throw new Error("a chat ended in error");
           if (s === "waiting") done = true;
         },
       });
@@ -225,7 +235,7 @@ function tetherSystem(): System {
         parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
         if (done) return;
       }
-      throw new Error(`the stream of chat ${chatId} ended before waiting`);
+      throw new Error("a chat's stream ended before waiting");
     } finally {
       clearTimeout(timer);
       ac.abort();
@@ -263,14 +273,7 @@ function tetherSystem(): System {
         })) as { id: string }
       ).id;
     },
-    turn: async () => {
-      const chat = (await call("POST", "/api/v1/chats", {
-        workspace_id: workspaceId,
-        model_id: modelId,
-        message: "go",
-      })) as { id: string };
-      await untilWaiting(chat.id);
-    },
+    turn: turnOnStream,
     tearDown: async () => {
       await server?.stop();
     },

@@ -4,7 +4,7 @@
 // change goes through chatd's transitions (create, sendMessage, interrupt) and records who
 // acted: messages carry created_by, and creation, interrupts and edits go to the audit log.
 
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { ChatRefusedError, rowToChat, type Chat } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
@@ -12,7 +12,6 @@ import {
   createChat,
   editMessage,
   interrupt,
-  loadChat,
   loadQueue,
   removeQueued,
   sendMessage,
@@ -22,11 +21,13 @@ import {
 } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit, auditPart } from "./audit.ts";
-import { caller, isStaff } from "./auth.ts";
+import { caller } from "./auth.ts";
 import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
 import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
 import { canUseWorkspace } from "./workspaces.ts";
+import { ownedChat, readableChat } from "./chat-access.ts";
 import { chatContext } from "./prompt.ts";
+import { followChat, sseEvent } from "./stream.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 
@@ -63,51 +64,6 @@ export const MessageParams = z.object({ id: Uuid, message_id: Int64String });
 export const QueuedParams = z.object({ id: Uuid, queued_id: Int64String });
 
 export const AfterQuery = z.object({ after_id: Int64String.optional() });
-
-/** The chat if it exists and `user` owns it; 404 otherwise (also for another user's chat). */
-export async function ownedChat(ctx: ApiContext, user: User, id: string): Promise<Chat> {
-  const chat = await loadChat(ctx.db, id);
-  if (!chat || chat.ownerId !== user.id) throw notFound("Chat", id);
-  return chat;
-}
-
-/**
- * The chat if the caller may read it: its owner, an admin or an owner; 404 otherwise. An admin's
- * or owner's read of another user's chat (the chat, messages, stream, queue, usage, processes or
- * a process's output) is audited, once per request, as `chat.staff_read` with the route.
- */
-export async function readableChat(
-  ctx: ApiContext,
-  request: FastifyRequest,
-  id: string,
-): Promise<Chat> {
-  return checkReadable(ctx, request, id, await loadChat(ctx.db, id));
-}
-
-/** readableChat's check of `chat` as the caller read it (undefined: there is none). */
-export async function checkReadable(
-  ctx: ApiContext,
-  request: FastifyRequest,
-  id: string,
-  chat: Chat | undefined,
-): Promise<Chat> {
-  const { user } = caller(request);
-  if (!chat || (chat.ownerId !== user.id && !isStaff(user))) throw notFound("Chat", id);
-  if (chat.ownerId !== user.id) {
-    const params = request.params as Record<string, string | undefined>;
-    await audit(ctx.db, request, {
-      userId: user.id,
-      action: "chat.staff_read",
-      target: id,
-      details: {
-        owner_id: chat.ownerId,
-        route: `${request.method} ${request.routeOptions.url ?? ""}`,
-        ...(params.process_id !== undefined && { process_id: params.process_id }),
-      },
-    });
-  }
-  return chat;
-}
 
 /**
  * 403 when the chat runs on a workspace its owner may no longer use (an admin unshared it, or
@@ -158,6 +114,11 @@ async function resolveModel(ctx: ApiContext, id: string | undefined): Promise<st
     "SELECT id FROM model_configs WHERE is_default ORDER BY created_at DESC LIMIT 1",
   );
   return r.rows[0]?.id ?? null;
+}
+
+/** Whether an Accept header asks for `text/event-stream`. */
+function wantsEventStream(accept: string | undefined): boolean {
+  return accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
 }
 
 function sentView(sent: SendResult): { message_id?: string; queued: boolean } {
@@ -213,7 +174,20 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
         : notFound("Model config", err.id, "model_id");
     }
     claim?.committed();
-    return reply.code(201).send(chatView(chat));
+    const view = chatView(chat);
+    // Asked for an event stream: the new chat's, from its start, after a `chat` event with
+    // what the JSON answer holds (one request to create a chat and follow its turn).
+    if (wantsEventStream(request.headers.accept))
+      return followChat(ctx, request, reply, {
+        chatId: chat.id,
+        afterId: "0",
+        opening: {
+          status: 201,
+          headers: { location: `/api/v1/chats/${chat.id}` },
+          events: sseEvent("chat", view),
+        },
+      });
+    return reply.code(201).send(view);
   });
 
   app.get("/api/v1/chats", async (request) => {

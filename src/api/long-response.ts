@@ -19,6 +19,8 @@ export function openLongResponse(
   ctx: ApiContext,
   reply: FastifyReply,
   o: {
+    /** The answer's status (200 unless given). */
+    status?: number;
     headers: Record<string, string>;
     heartbeatMs: number;
     heartbeat: string;
@@ -30,9 +32,14 @@ export function openLongResponse(
   // The headers set on the reply before it was hijacked (the security headers) go out too.
   const set: Record<string, string> = {};
   for (const [n, v] of Object.entries(reply.getHeaders())) if (typeof v === "string") set[n] = v;
-  res.writeHead(200, { ...set, ...o.headers });
-  res.flushHeaders(); // the reader knows it is connected before the first write
+  res.writeHead(o.status ?? 200, { ...set, ...o.headers });
   let closed = false;
+  // The head goes out with the first write when that comes in this turn of the event loop (one
+  // packet, one wake-up of the reader), else on its own: the reader knows it is connected.
+  let wrote = false;
+  setImmediate(() => {
+    if (!wrote && !closed) res.flushHeaders();
+  });
   const cleanups: (() => void)[] = [];
   const close = (): void => {
     if (closed) return;
@@ -43,6 +50,7 @@ export function openLongResponse(
   };
   const write = (chunk: string): void => {
     if (closed) return;
+    wrote = true;
     res.write(chunk);
     if (res.writableLength > o.maxBufferedBytes) close();
   };

@@ -169,7 +169,12 @@ export const ROUTES: Record<string, RouteDoc> = {
     status: 204,
     params: IdParams,
   },
-  "POST /api/v1/chats": { summary: "Create a chat", status: 201, body: NewChatBody },
+  "POST /api/v1/chats": {
+    summary:
+      "Create a chat. With Accept: text/event-stream the 201 is the new chat's event stream: a `chat` event (the JSON answer's body), then the stream as GET /api/v1/chats/{id}/stream gives it from the start",
+    status: 201,
+    body: NewChatBody,
+  },
   "GET /api/v1/chats": {
     summary: "The caller's chats (the archived ones with archived=true)",
     status: 200,

@@ -25,7 +25,7 @@ import {
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
 import { caller } from "./auth.ts";
-import { ownedChat, readableChat } from "./chats.ts";
+import { ownedChat, readableChat } from "./chat-access.ts";
 import { ApiError, IdParams, parse, Uuid } from "./errors.ts";
 import { processOutputView, processView } from "./views.ts";
 

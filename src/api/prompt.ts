@@ -19,7 +19,7 @@ import { loadModelHistory, requestCompaction } from "../chatd/transitions/index.
 import { UnsupportedAgentUrlError } from "../chatd/agents.ts";
 import { audit } from "./audit.ts";
 import { caller, staff } from "./auth.ts";
-import { ownedChat } from "./chats.ts";
+import { ownedChat } from "./chat-access.ts";
 import type { ApiContext } from "./context.ts";
 import { ApiError, IdParams, parse } from "./errors.ts";
 import { agentFailure } from "./processes.ts";

@@ -169,6 +169,52 @@ describeDatabases("chat event stream", (db) => {
     expect(ofType(live, "message").map((e) => e.id)).toEqual([m2, sent.messageId]);
   });
 
+  it("a create that asks for an event stream answers with the new chat's stream", async () => {
+    const sse = await openSse(baseUrl, "/api/v1/chats", api.memberToken, { message: "go" });
+    readers.push(sse);
+    expect(sse.status).toBe(201);
+    expect(sse.headers["content-type"]).toContain("text/event-stream");
+    const start = await sse.until((es) => ofType(es, "status").length === 1);
+    expect(start.map((e) => e.event)).toEqual(["chat", "message", "status"]);
+    const chat = start[0]!.data as { id: string; status: string };
+    expect(sse.headers.location).toBe(`/api/v1/chats/${chat.id}`);
+    // The `chat` event is what the JSON answer holds; the stream is the chat's from its start.
+    const json = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      body: {},
+    });
+    expect(Object.keys(chat).sort()).toEqual(Object.keys(json.body).sort());
+    expect(chat).toMatchObject({ status: "running", title: "go", workspace_id: null });
+    expect(start[1]!.data).toMatchObject({ role: "user", parts: [{ type: "text", text: "go" }] });
+    expect(start[2]!.data).toEqual({ status: "running", retrying: null });
+
+    // Then the turn, live, as on GET .../stream.
+    await runTurn(chat.id, () => feed);
+    await expectTurnSentOnce(chat.id, await turnMessages(sse));
+  });
+
+  it("a create that asks for an event stream and is refused answers its error as JSON", async () => {
+    const missing = randomUUID();
+    const r = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      headers: { accept: "text/event-stream" },
+      body: { workspace_id: missing, message: "go" },
+    });
+    expect(r.status).toBe(404);
+    expect(r.headers["content-type"]).toContain("application/json");
+    expect(r.body).toMatchObject({ code: "not_found" });
+    const bad = await api.request("POST", "/api/v1/chats", {
+      token: api.memberToken,
+      headers: { accept: "text/event-stream" },
+      body: { message: " " },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: "invalid_body" });
+    // Nothing was created by either.
+    const list = await api.request("GET", "/api/v1/chats", { token: api.memberToken });
+    expect(list.body.chats).toEqual([]);
+  });
+
   it("the first refresh reads the chat and its messages in one statement", async () => {
     const chatId = await newChat();
     const m1 = await insert(chatId, "user", "first");

@@ -8,7 +8,7 @@
 // Live parts come from this replica's buffer and, while another replica owns the chat, from
 // that owner (relay.ts); the stream follows the owner the chat row names at each refresh.
 
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { rowToChat, type Chat, type ChatStatus } from "../chatd/chats.ts";
 import {
@@ -22,10 +22,10 @@ import { usableBy } from "../chatd/workspace-access.ts";
 import { loadChat, retryingOf, type ChatChange } from "../chatd/transitions/index.ts";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
-import { checkReadable } from "./chats.ts";
+import { checkReadable } from "./chat-access.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
-import { openLongResponse } from "./long-response.ts";
+import { openLongResponse, type LongResponse } from "./long-response.ts";
 import {
   isVisibleMessage,
   messageView,
@@ -42,6 +42,9 @@ export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 export const STREAM_FLUSH_MS = 16;
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
+
+const STREAM_LOST =
+  "The stream lost the database; reconnect with after_id set to the last message ID.";
 
 /**
  * What a stream shows of the chat, from a change's payload; undefined when the payload cannot
@@ -110,59 +113,79 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get("/api/v1/chats/:id/stream", async (request, reply) => {
     const { id } = parse(IdParams, request.params, "path");
     const query = parse(StreamQuery, request.query, "query");
+    const afterId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
+    await followChat(ctx, request, reply, { chatId: id, afterId });
+  });
+}
 
-    let lastId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
-    let lastStatus: ChatStatus | undefined;
-    /** The `retrying` last sent, as JSON (a status event goes out when either moves). */
-    let lastRetrying: string | undefined;
-    let started = false;
-    let refreshing = false;
-    let again = false;
-    /**
-     * The history version the messages sent are complete up to (one committed before they were
-     * read, or the last held commit they came from), and the highest one a change announced:
-     * messages are sent only when history moved, not for the other changes of a turn (an
-     * attempt, a retry state, the owner).
-     */
-    let sentHistory: bigint | undefined;
-    let announcedHistory = 0n;
-    /** The newest change not refreshed from yet: what the stream shows is in its payload. */
-    let latest: ChatChange | undefined;
-    // Followed in the feed and subscribed before history is read: a commit after the read is
-    // announced after it (and, made here, held). A change before the first refresh is covered.
-    // Changes come as notifications, from this replica's runners (their fenced writes notify
-    // nobody: message-feed.ts), and through the relay from the runner of another replica.
-    const onChange = (change: ChatChange): void => {
-      const v = BigInt(change.history_version);
-      if (v > announcedHistory) announcedHistory = v;
-      if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
-        latest = change;
-      if (started) void refresh();
-    };
-    const unwatchFeed = ctx.feed.watch(id);
-    const unwatchOwn = ctx.feed.changes(id, onChange);
-    const unwatch = (): void => {
-      unwatchOwn();
-      unwatchFeed();
-    };
-    const unsubscribeChanges = await ctx.changes.subscribe(id, onChange).catch((err: unknown) => {
-      unwatch();
-      throw err;
-    });
-    // Read after subscribing, so the first refresh starts from it: a later commit is announced.
-    // One statement: the chat (checked for access before anything is sent) and its messages.
-    const read = await readChatWithMessages(ctx, id, lastId)
-      .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
-      .catch((err: unknown) => {
-        unsubscribeChanges();
-        unwatch();
-        throw err;
-      });
-    const chat = read.chat;
-    /** The chat and its messages as read above, for the first refresh (unless a change came since). */
-    let first: { chat: Chat; messages: ChatMessage[] } | undefined = read;
-    const out = openLongResponse(ctx, reply, {
+/** The SSE form of one event. */
+export function sseEvent(event: string, data: unknown, eventId?: string): string {
+  return `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
+}
+
+export interface Follow {
+  chatId: string;
+  /** The stream's messages are those after this one ("0": all). */
+  afterId: string;
+  /**
+   * Events the stream opens with, before the chat's own (a new chat's `chat` event), and the
+   * answer's status (default 200) and extra headers. With an opening, a failure to read the
+   * chat is an `error` event in the open stream rather than an error answer: the chat exists.
+   */
+  opening?: { status: number; headers: Record<string, string>; events: string };
+}
+
+/**
+ * Answers `reply` with chat `chatId`'s event stream: the messages after `afterId`, then live
+ * parts, messages and status changes, until the reader leaves. The caller may read the chat
+ * (checked here, before anything is sent, unless the stream has an opening).
+ */
+export async function followChat(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  o: Follow,
+): Promise<void> {
+  const id = o.chatId;
+  let lastId = o.afterId;
+  let lastStatus: ChatStatus | undefined;
+  /** The `retrying` last sent, as JSON (a status event goes out when either moves). */
+  let lastRetrying: string | undefined;
+  let started = false;
+  let refreshing = false;
+  let again = false;
+  /**
+   * The history version the messages sent are complete up to (one committed before they were
+   * read, or the last held commit they came from), and the highest one a change announced:
+   * messages are sent only when history moved, not for the other changes of a turn (an
+   * attempt, a retry state, the owner).
+   */
+  let sentHistory: bigint | undefined;
+  let announcedHistory = 0n;
+  /** The newest change not refreshed from yet: what the stream shows is in its payload. */
+  let latest: ChatChange | undefined;
+  // Followed in the feed and subscribed before history is read: a commit after the read is
+  // announced after it (and, made here, held). A change before the first refresh is covered.
+  // Changes come as notifications, from this replica's runners (their fenced writes notify
+  // nobody: message-feed.ts), and through the relay from the runner of another replica.
+  const onChange = (change: ChatChange): void => {
+    const v = BigInt(change.history_version);
+    if (v > announcedHistory) announcedHistory = v;
+    if (!latest || BigInt(change.snapshot_version) > BigInt(latest.snapshot_version))
+      latest = change;
+    if (started) void refresh();
+  };
+  const unwatchFeed = ctx.feed.watch(id);
+  const unwatchOwn = ctx.feed.changes(id, onChange);
+  const unwatch = (): void => {
+    unwatchOwn();
+    unwatchFeed();
+  };
+  const open = (): LongResponse =>
+    openLongResponse(ctx, reply, {
+      status: o.opening?.status ?? 200,
       headers: {
+        ...o.opening?.headers,
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache, no-transform",
         connection: "keep-alive",
@@ -172,167 +195,195 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
       heartbeat: ": heartbeat\n\n",
       maxBufferedBytes: SSE_MAX_BUFFERED_BYTES,
     });
-    out.onClose(unsubscribeChanges);
-    out.onClose(unwatch);
-    const sse = (event: string, data: unknown, eventId?: string): string =>
-      `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
-    // Events go out together: each waits at most a frame (STREAM_FLUSH_MS) for the ones after
-    // it, and a status event takes everything before it out at once. A model streams a few
-    // characters a part and a step commits a message or two, and each write wakes the reader
-    // (a browser, or a CLI sharing the machine with the server and its database); a status
-    // is what a reader acts on (the turn ended, an interruption began). Order is kept.
-    const flushMs = ctx.streamFlushMs ?? STREAM_FLUSH_MS;
-    let held = "";
-    let heldTimer: NodeJS.Timeout | undefined;
-    const flush = (): void => {
-      clearTimeout(heldTimer);
-      heldTimer = undefined;
-      if (held === "" || out.closed) return;
-      const chunk = held;
-      held = "";
-      out.write(chunk);
-    };
-    const hold = (chunk: string): void => {
-      held += chunk;
-      heldTimer ??= setTimeout(flush, flushMs);
-    };
-    const send = (event: string, data: unknown, eventId?: string): void => {
-      hold(sse(event, data, eventId));
-      if (event === "status" || event === "error") flush();
-    };
-    // A template workspace's state as `workspace` events; the open stream is its activity. Only
-    // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
-    // or shared (once unshared, its state is not theirs to follow, nor to keep running).
-    const { user } = caller(request);
-    // Who may use it was read with the chat (no statement of its own).
-    const watched =
-      chat.workspaceId !== null &&
-      (isStaff(user) || (read.workspace !== null && usableBy(user.id, read.workspace)))
-        ? chat.workspaceId
-        : null;
-    out.onClose(await watchWorkspace(ctx, watched, (e) => send("workspace", e)));
-    const fail = (message: string): void => {
-      send("error", { message });
-      out.close();
-    };
-    // Every part, local or relayed, passes the cursor: none twice, none from a stale episode.
-    const cursor = new PartCursor();
-    const sendPart = (e: PartEvent): void => {
-      if (!cursor.admit(e)) return;
-      hold(sse("part", e));
-    };
-    out.onClose(() => clearTimeout(heldTimer));
-    /** The owner's parts while another replica owns the chat (set once the stream is open). */
-    let relay: OwnerRelay | undefined;
-
-    /** Sends those of `messages` (visible ones, in ID order) after the last one sent. */
-    const sendMessages = (messages: ChatMessage[]): void => {
-      for (const m of messages) {
-        if (BigInt(m.id) <= BigInt(lastId)) continue;
-        send("message", messageView(m), m.id);
-        lastId = m.id;
-      }
-    };
-
-    /**
-     * Sends the messages of the held commits that moved history on from `from`, one after the
-     * other (a commit under way on this replica is waited for, once, when they fall short of
-     * `target`); answers the history version they reach. Each held commit's messages are all
-     * those between its versions, and IDs increase in commit order, so none is skipped.
-     */
-    const fromFeed = async (from: bigint, target: bigint): Promise<bigint> => {
-      const follow = (v: bigint): bigint => {
-        for (let e = ctx.feed.from(id, v); e; e = ctx.feed.from(id, v)) {
-          sendMessages(e.messages.filter((m) => isVisibleMessage(m)));
-          v = e.after;
-        }
-        return v;
-      };
-      const reached = follow(from);
-      if (reached >= target) return reached;
-      const settling = ctx.feed.settled(id);
-      if (!settling) return reached;
-      await settling;
-      return follow(reached);
-    };
-
-    /** Sends every committed message after the last one sent, then the status if it moved. */
-    const refresh = async (): Promise<void> => {
-      if (refreshing) {
-        again = true;
-        return;
-      }
-      refreshing = true;
-      try {
-        do {
-          again = false;
-          const change = latest;
-          latest = undefined;
-          const read = first;
-          first = undefined;
-          if (read) {
-            // The first refresh: the messages came with the chat, in the same statement.
-            sendMessages(read.messages);
-            sentHistory = BigInt(read.chat.historyVersion);
-          }
-          // The chat's state first (the change's, else read): the messages read after it hold at
-          // least its history version's.
-          const known = change ? shownState(change) : read?.chat;
-          const chat = known ?? (await loadChat(ctx.db, id));
-          if (!chat) return fail("The chat was deleted.");
-          const history = BigInt(chat.historyVersion);
-          // Every version here was committed before this point (a notification is sent on
-          // commit): a read from now on holds its messages.
-          const target = history > announcedHistory ? history : announcedHistory;
-          if (sentHistory === undefined || target > sentHistory) {
-            // This replica's own commits since, from memory; a read for anything else.
-            if (sentHistory !== undefined) sentHistory = await fromFeed(sentHistory, target);
-            if (sentHistory === undefined || sentHistory < target) {
-              const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
-              sendMessages(r.rows.map(rowToMessage));
-              sentHistory = target;
-            }
-          }
-          const retrying = retryingOf(chat);
-          const retryingJson = JSON.stringify(retrying);
-          if (chat.status !== lastStatus || retryingJson !== lastRetrying) {
-            lastStatus = chat.status;
-            lastRetrying = retryingJson;
-            send("status", { status: chat.status, retrying });
-          }
-          cursor.floor(chat.historyVersion, chat.generationAttempt);
-          relay?.follow(chat.workerId);
-        } while (again && !out.closed);
-      } catch (err) {
-        request.log.error({ err }, "chat stream refresh failed");
-        fail("The stream lost the database; reconnect with after_id set to the last message ID.");
-      } finally {
-        refreshing = false;
-      }
-    };
-
-    if (ctx.replica && !out.closed) {
-      const r = new OwnerRelay({
-        db: ctx.db,
-        chatId: id,
-        selfId: ctx.replica.workerId,
-        secret: ctx.replica.secret,
-        onPart: sendPart,
-        onChange,
-        refresh: () => {
-          if (started) void refresh();
-        },
-        onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
+  let read: Awaited<ReturnType<typeof readChatWithMessages>> & { chat: Chat };
+  let unsubscribeChanges: () => void;
+  try {
+    unsubscribeChanges = await ctx.changes.subscribe(id, onChange).catch((err: unknown) => {
+      unwatch();
+      throw err;
+    });
+    // Read after subscribing, so the first refresh starts from it: a later commit is
+    // announced. One statement: the chat (checked for access before anything is sent) and
+    // its messages.
+    read = await readChatWithMessages(ctx, id, lastId)
+      .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
+      .catch((err: unknown) => {
+        unsubscribeChanges();
+        unwatch();
+        throw err;
       });
-      relay = r;
-      out.onClose(() => r.close());
-    }
+  } catch (err) {
+    if (!o.opening) throw err;
+    request.log.error({ err }, "chat stream start failed");
+    const out = open();
+    out.write(o.opening.events + sseEvent("error", { message: STREAM_LOST }));
+    out.close();
+    return;
+  }
+  const chat = read.chat;
+  /** The chat and its messages as read above, for the first refresh (unless a change came since). */
+  let first: { chat: Chat; messages: ChatMessage[] } | undefined = read;
+  const out = open();
+  out.onClose(unsubscribeChanges);
+  out.onClose(unwatch);
+  const sse = sseEvent;
+  // Events go out together: each waits at most a frame (STREAM_FLUSH_MS) for the ones after
+  // it, and a status event takes everything before it out at once. A model streams a few
+  // characters a part and a step commits a message or two, and each write wakes the reader
+  // (a browser, or a CLI sharing the machine with the server and its database); a status
+  // is what a reader acts on (the turn ended, an interruption began). Order is kept.
+  const flushMs = ctx.streamFlushMs ?? STREAM_FLUSH_MS;
+  // The opening goes out with the first refresh's events.
+  let held = o.opening?.events ?? "";
+  let heldTimer: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    clearTimeout(heldTimer);
+    heldTimer = undefined;
+    if (held === "" || out.closed) return;
+    const chunk = held;
+    held = "";
+    out.write(chunk);
+  };
+  const hold = (chunk: string): void => {
+    held += chunk;
+    heldTimer ??= setTimeout(flush, flushMs);
+  };
+  const send = (event: string, data: unknown, eventId?: string): void => {
+    hold(sse(event, data, eventId));
+    if (event === "status" || event === "error") flush();
+  };
+  // A template workspace's state as `workspace` events; the open stream is its activity. Only
+  // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
+  // or shared (once unshared, its state is not theirs to follow, nor to keep running).
+  const { user } = caller(request);
+  // Who may use it was read with the chat (no statement of its own).
+  const watched =
+    chat.workspaceId !== null &&
+    (isStaff(user) || (read.workspace !== null && usableBy(user.id, read.workspace)))
+      ? chat.workspaceId
+      : null;
+  out.onClose(await watchWorkspace(ctx, watched, (e) => send("workspace", e)));
+  const fail = (message: string): void => {
+    send("error", { message });
+    out.close();
+  };
+  // Every part, local or relayed, passes the cursor: none twice, none from a stale episode.
+  const cursor = new PartCursor();
+  const sendPart = (e: PartEvent): void => {
+    if (!cursor.admit(e)) return;
+    hold(sse("part", e));
+  };
+  out.onClose(() => clearTimeout(heldTimer));
+  /** The owner's parts while another replica owns the chat (set once the stream is open). */
+  let relay: OwnerRelay | undefined;
 
-    started = true;
-    await refresh();
-    if (out.closed) return;
-    // Synchronous together: the episode so far, then every later part.
-    for (const e of ctx.buffer.parts(id)) sendPart(e);
-    out.onClose(ctx.buffer.subscribe(id, sendPart));
-  });
+  /** Sends those of `messages` (visible ones, in ID order) after the last one sent. */
+  const sendMessages = (messages: ChatMessage[]): void => {
+    for (const m of messages) {
+      if (BigInt(m.id) <= BigInt(lastId)) continue;
+      send("message", messageView(m), m.id);
+      lastId = m.id;
+    }
+  };
+
+  /**
+   * Sends the messages of the held commits that moved history on from `from`, one after the
+   * other (a commit under way on this replica is waited for, once, when they fall short of
+   * `target`); answers the history version they reach. Each held commit's messages are all
+   * those between its versions, and IDs increase in commit order, so none is skipped.
+   */
+  const fromFeed = async (from: bigint, target: bigint): Promise<bigint> => {
+    const follow = (v: bigint): bigint => {
+      for (let e = ctx.feed.from(id, v); e; e = ctx.feed.from(id, v)) {
+        sendMessages(e.messages.filter((m) => isVisibleMessage(m)));
+        v = e.after;
+      }
+      return v;
+    };
+    const reached = follow(from);
+    if (reached >= target) return reached;
+    const settling = ctx.feed.settled(id);
+    if (!settling) return reached;
+    await settling;
+    return follow(reached);
+  };
+
+  /** Sends every committed message after the last one sent, then the status if it moved. */
+  const refresh = async (): Promise<void> => {
+    if (refreshing) {
+      again = true;
+      return;
+    }
+    refreshing = true;
+    try {
+      do {
+        again = false;
+        const change = latest;
+        latest = undefined;
+        const read = first;
+        first = undefined;
+        if (read) {
+          // The first refresh: the messages came with the chat, in the same statement.
+          sendMessages(read.messages);
+          sentHistory = BigInt(read.chat.historyVersion);
+        }
+        // The chat's state first (the change's, else read): the messages read after it hold at
+        // least its history version's.
+        const known = change ? shownState(change) : read?.chat;
+        const chat = known ?? (await loadChat(ctx.db, id));
+        if (!chat) return fail("The chat was deleted.");
+        const history = BigInt(chat.historyVersion);
+        // Every version here was committed before this point (a notification is sent on
+        // commit): a read from now on holds its messages.
+        const target = history > announcedHistory ? history : announcedHistory;
+        if (sentHistory === undefined || target > sentHistory) {
+          // This replica's own commits since, from memory; a read for anything else.
+          if (sentHistory !== undefined) sentHistory = await fromFeed(sentHistory, target);
+          if (sentHistory === undefined || sentHistory < target) {
+            const r = await ctx.db.query(VISIBLE_MESSAGES_SQL, [id, lastId]);
+            sendMessages(r.rows.map(rowToMessage));
+            sentHistory = target;
+          }
+        }
+        const retrying = retryingOf(chat);
+        const retryingJson = JSON.stringify(retrying);
+        if (chat.status !== lastStatus || retryingJson !== lastRetrying) {
+          lastStatus = chat.status;
+          lastRetrying = retryingJson;
+          send("status", { status: chat.status, retrying });
+        }
+        cursor.floor(chat.historyVersion, chat.generationAttempt);
+        relay?.follow(chat.workerId);
+      } while (again && !out.closed);
+    } catch (err) {
+      request.log.error({ err }, "chat stream refresh failed");
+      fail(STREAM_LOST);
+    } finally {
+      refreshing = false;
+    }
+  };
+
+  if (ctx.replica && !out.closed) {
+    const r = new OwnerRelay({
+      db: ctx.db,
+      chatId: id,
+      selfId: ctx.replica.workerId,
+      secret: ctx.replica.secret,
+      onPart: sendPart,
+      onChange,
+      refresh: () => {
+        if (started) void refresh();
+      },
+      onError: (err) => request.log.warn({ err, chatId: id }, "live parts relay"),
+    });
+    relay = r;
+    out.onClose(() => r.close());
+  }
+
+  started = true;
+  await refresh();
+  if (out.closed) return;
+  // Synchronous together: the episode so far, then every later part.
+  for (const e of ctx.buffer.parts(id)) sendPart(e);
+  out.onClose(ctx.buffer.subscribe(id, sendPart));
 }

@@ -96,13 +96,27 @@ export interface SseReader {
 }
 
 /** Opens `path` on a listening API and parses the event stream as it arrives. */
-export function openSse(baseUrl: string, path: string, token: string): Promise<SseReader> {
+export function openSse(
+  baseUrl: string,
+  path: string,
+  token: string,
+  /** POSTed as JSON, asking for an event stream (a chat's create); else a GET. */
+  body?: unknown,
+): Promise<SseReader> {
   return new Promise((resolve, reject) => {
-    const req = http.get(new URL(path, baseUrl), {
-      headers: { authorization: `Bearer ${token}` },
+    const req = http.request(new URL(path, baseUrl), {
+      method: body === undefined ? "GET" : "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined && {
+          accept: "text/event-stream",
+          "content-type": "application/json",
+        }),
+      },
       agent: false,
     });
     req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
     req.on("response", (res) => {
       const events: SseEvent[] = [];
       const waiters = new Set<() => void>();

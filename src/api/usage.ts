@@ -8,7 +8,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { ApiContext } from "./context.ts";
 import { caller, isStaff } from "./auth.ts";
-import { readableChat } from "./chats.ts";
+import { readableChat } from "./chat-access.ts";
 import { IdParams, parse } from "./errors.ts";
 import { emailsOf, workspaceTime } from "./workspace-usage.ts";
 
