@@ -2,7 +2,8 @@
 // words (a server that is down and a refused token are one-line CliErrors), and what a session
 // sends: a message to a new chat or a given one, answered with where its answer starts.
 
-import { tokenRefused, unreachable } from "./chat-errors.ts";
+import { CliError, tokenRefused, unreachable } from "./chat-errors.ts";
+import { sseEvents, type ChatEvent } from "./sse-events.ts";
 
 export interface ApiMessage {
   id: string;
@@ -56,18 +57,21 @@ export async function api<T>(
     throw unreachable(server, err);
   }
   const text = await res.text();
-  if (!res.ok) {
-    if (res.status === 401 && token) throw tokenRefused();
-    let message = text;
-    try {
-      const e = JSON.parse(text) as { message?: string; detail?: string };
-      message = [e.message ?? text, e.detail].filter(Boolean).join(" ");
-    } catch {
-      // keep the raw text
-    }
-    throw new ApiError(res.status, `${message} (${method} ${route}: ${res.status})`);
-  }
+  if (!res.ok) throw refusal(res, text, token, `${method} ${route}`);
   return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** The error an answer with an error status is: a refused token, else the server's message. */
+function refusal(res: Response, text: string, token: string | undefined, what: string): Error {
+  if (res.status === 401 && token) return tokenRefused();
+  let message = text;
+  try {
+    const e = JSON.parse(text) as { message?: string; detail?: string };
+    message = [e.message ?? text, e.detail].filter(Boolean).join(" ");
+  } catch {
+    // keep the raw text
+  }
+  return new ApiError(res.status, `${message} (${what}: ${res.status})`);
 }
 
 /** Where a chat and a token are: every request of a session carries both. */
@@ -84,6 +88,8 @@ export interface Sent {
   afterId: string | undefined;
   /** The chat was busy: the message waits in its queue. */
   queued: boolean;
+  /** A new chat's stream, open from after our message (its create answered with it). */
+  events?: AsyncGenerator<ChatEvent>;
 }
 
 /**
@@ -112,17 +118,60 @@ export async function sendMessage(
     );
     return { chatId, afterId: sent.message_id ?? before.messages.at(-1)?.id, queued: sent.queued };
   }
-  const chat = await api<{ id: string }>(c.server, c.token, "POST", "/api/v1/chats", {
-    message: text,
-    ...(c.workspaceId && { workspace_id: c.workspaceId }),
-  });
-  const msgs = await api<{ messages: ApiMessage[] }>(
-    c.server,
-    c.token,
-    "GET",
-    `/api/v1/chats/${chat.id}/messages`,
-  );
-  return { chatId: chat.id, afterId: msgs.messages[0]?.id, queued: false };
+  return createChat(c, text);
+}
+
+/**
+ * A new chat with `text` as its first message, in one request: the create answers with the
+ * chat's event stream (`Accept: text/event-stream`), which opens with the chat, then our message.
+ */
+async function createChat(c: ChatClient, text: string): Promise<Sent> {
+  const route = "/api/v1/chats";
+  let res: Response;
+  try {
+    res = await fetch(new URL(route, c.server), {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${c.token}`,
+        "content-type": "application/json",
+        accept: "text/event-stream",
+      },
+      body: JSON.stringify({
+        message: text,
+        ...(c.workspaceId && { workspace_id: c.workspaceId }),
+      }),
+    });
+  } catch (err) {
+    throw unreachable(c.server, err);
+  }
+  if (!res.ok) throw refusal(res, await res.text(), c.token, `POST ${route}`);
+  if (res.body === null || !res.headers.get("content-type")?.startsWith("text/event-stream")) {
+    // A server from before the create could answer with a stream: its JSON answer.
+    const chat = JSON.parse(await res.text()) as { id: string };
+    const msgs = await api<{ messages: ApiMessage[] }>(
+      c.server,
+      c.token,
+      "GET",
+      `/api/v1/chats/${chat.id}/messages`,
+    );
+    return { chatId: chat.id, afterId: msgs.messages[0]?.id, queued: false };
+  }
+  const events = sseEvents(res.body);
+  const opening = await events.next();
+  if (opening.done || opening.value.event !== "chat")
+    throw new CliError(`The server's answer to POST ${route} did not start with the chat.`);
+  const chatId = (opening.value.data as { id: string }).id;
+  // Then the chat's first message, ours; the answer follows it.
+  const own = await events.next();
+  if (own.done) return { chatId, afterId: undefined, queued: false };
+  if (own.value.event === "message")
+    return { chatId, afterId: (own.value.data as { id: string }).id, queued: false, events };
+  return { chatId, afterId: undefined, queued: false, events: prefixed(own.value, events) };
+}
+
+async function* prefixed<T>(first: T, rest: AsyncGenerator<T>): AsyncGenerator<T> {
+  yield first;
+  yield* rest;
 }
 
 /** Asks the chat to stop its turn (a running command is killed and shown canceled). */

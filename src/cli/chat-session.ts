@@ -19,6 +19,7 @@ import { describeFailure } from "./chat-errors.ts";
 import { HumanOutput } from "./chat-human.ts";
 import { JsonOutput } from "./chat-json.ts";
 import { followTurn, type ChatOutput, type TurnEnd } from "./chat-turn.ts";
+import type { ChatEvent } from "./sse-events.ts";
 
 /** How long a second Ctrl-C waits for the first one's interrupt to reach the server. */
 export const INTERRUPT_SEND_BOUND_MS = 2_000;
@@ -49,6 +50,7 @@ async function followInterruptible(
   afterId: string | undefined,
   out: ChatOutput,
   say: (line: string) => void,
+  opened?: AsyncGenerator<ChatEvent>,
 ): Promise<TurnEnd | undefined> {
   let interrupting: Promise<unknown> | undefined;
   const onSigint = () => {
@@ -68,7 +70,7 @@ async function followInterruptible(
   };
   process.on("SIGINT", onSigint);
   try {
-    return await followTurn(c, chatId, afterId, out, new AbortController().signal);
+    return await followTurn(c, chatId, afterId, out, new AbortController().signal, opened);
   } finally {
     process.off("SIGINT", onSigint);
   }
@@ -85,7 +87,7 @@ export async function runOnce(text: string, o: SessionOptions, token: string): P
   else say(`chat ${sent.chatId}`);
   if (sent.queued) say("The chat is busy; your message is queued.");
   human?.busy("thinking…");
-  await followInterruptible(c, sent.chatId, sent.afterId, json ?? human!, say);
+  await followInterruptible(c, sent.chatId, sent.afterId, json ?? human!, say, sent.events);
   human?.busy(undefined);
   const chat = await readChat(c, sent.chatId);
   if (json)
@@ -171,10 +173,14 @@ export async function runSession(o: SessionOptions, token: string): Promise<void
   );
   const prompt = new Prompt();
   /** Follows the chat from after `afterId` with the prompt held. */
-  const follow = async (id: string, afterId: string | undefined) => {
+  const follow = async (
+    id: string,
+    afterId: string | undefined,
+    opened?: AsyncGenerator<ChatEvent>,
+  ) => {
     out.busy("thinking…");
     try {
-      await followInterruptible(c, id, afterId, out, (l) => out.notice(l));
+      await followInterruptible(c, id, afterId, out, (l) => out.notice(l), opened);
     } finally {
       out.busy(undefined);
     }
@@ -253,7 +259,7 @@ export async function runSession(o: SessionOptions, token: string): Promise<void
         if (sent.chatId !== chatId) out.notice(`chat ${sent.chatId}`);
         chatId = sent.chatId;
         if (sent.queued) out.notice("The chat is busy; your message is queued.");
-        await follow(chatId, sent.afterId);
+        await follow(chatId, sent.afterId, sent.events);
       } catch (err) {
         // The session goes on: the server may be back for the next message.
         out.notice(`error: ${describeFailure(err)}`);

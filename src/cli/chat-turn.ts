@@ -24,19 +24,23 @@ interface StatusData {
   retrying?: Retrying | null;
 }
 
-/** Follows chat `chatId` from after message `afterId` until its turn ends (or `signal` aborts). */
+/**
+ * Follows chat `chatId` from after message `afterId` until its turn ends (or `signal` aborts),
+ * on `opened` first when the chat's stream is already open from there (a new chat's).
+ */
 export async function followTurn(
   c: ChatClient,
   chatId: string,
   afterId: string | undefined,
   out: ChatOutput,
   signal: AbortSignal,
+  opened?: AsyncGenerator<ChatEvent>,
 ): Promise<TurnEnd | undefined> {
   const pollers = new Map<string, OutputPoller>();
   const stop = new AbortController();
   const both = AbortSignal.any([signal, stop.signal]);
   try {
-    for await (const e of chatEvents(c, chatId, afterId, both)) {
+    for await (const e of chatEvents(c, chatId, afterId, both, opened)) {
       out.event(e);
       if (e.event === "part") {
         const p = (e.data as { part: { type: string; tool_call_id: string; process_id?: string } })

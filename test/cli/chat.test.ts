@@ -173,6 +173,11 @@ describe("tether chat", () => {
     });
     const events = new Set(lines.map((l) => l.event));
     expect([...events]).toEqual(expect.arrayContaining(["message", "part", "status", "output"]));
+    // The stream the create answered with goes on after our own message: once the chat, then
+    // the answer's messages only.
+    expect(lines.filter((l) => l.event === "chat")).toHaveLength(1);
+    const roles = lines.filter((l) => l.event === "message").map((l) => l.data.role);
+    expect(roles).toEqual(["assistant", "tool", "assistant"]);
     const output = lines.filter((l) => l.event === "output").map((l) => l.data.text as string);
     expect(output.join("")).toMatch(/^one\n/); // read while the command ran
   }, 60_000);
