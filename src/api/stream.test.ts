@@ -548,3 +548,38 @@ describeDatabases("chat event stream: events held together", (db) => {
     }
   });
 });
+
+describeDatabases("chat event stream: a create's stream that cannot read the chat", (db) => {
+  it("opens with the chat and says the stream lost the database; the chat is there", async () => {
+    // The stream's first statement fails; everything else reaches the database.
+    const failing = new Proxy(db(), {
+      get(target, key) {
+        if (key === "query")
+          return (sql: string, params?: unknown[]) =>
+            sql === CHAT_WITH_VISIBLE_MESSAGES_SQL
+              ? Promise.reject(new Error("connection lost"))
+              : target.query(sql, params);
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const api = await startTestApi(failing);
+    try {
+      await api.app.listen({ host: "127.0.0.1", port: 0 });
+      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const sse = await openSse(url, "/api/v1/chats", api.memberToken, { message: "go" });
+      try {
+        expect(sse.status).toBe(201);
+        const events = await sse.until((es) => ofType(es, "error").length === 1);
+        expect(events.map((e) => e.event)).toEqual(["chat", "error"]);
+        expect((events[1]!.data as { message: string }).message).toMatch(/after_id/);
+        const id = (events[0]!.data as { id: string }).id;
+        expect((await loadChat(db(), id))?.status).toBe("running");
+      } finally {
+        sse.close();
+      }
+    } finally {
+      await api.app.close();
+    }
+  });
+});

@@ -217,8 +217,9 @@ async function streamModelStep(
   const early = ahead?.take(model, request, signal);
   // A snapshot taken for this step: the next new chat on the workspace sends its step with it.
   if (keep && chat.workspaceId) deps.snapshots?.remember(model, chat.workspaceId, snapshot);
-  // The model window: from just before the request went out until the answer is fully read.
-  const opened = early ? ahead!.sentAt : deps.clock.now();
+  // The model window: from now until the answer is fully read. A step sent ahead is billed as
+  // if it went out now, once its history is committed: the time it spent ahead is not billed.
+  const opened = deps.clock.now();
   deps.buffer.modelStarted(chat.id, opened);
   try {
     let usage = { inputTokens: 0, outputTokens: 0 };

@@ -80,8 +80,6 @@ export class StepAhead {
   readonly #first: Promise<IteratorResult<StepPart, void>>;
   readonly #expiry: Timer;
   #settled = false;
-  /** When the request went out (the step's model window starts there). */
-  readonly sentAt: number;
 
   /** Sends `request` to `model` now; dropped if nobody takes it within `maxAgeMs`. */
   constructor(
@@ -92,7 +90,6 @@ export class StepAhead {
   ) {
     this.#model = model;
     this.#key = JSON.stringify(request);
-    this.sentAt = clock.now();
     this.#parts = sendStep(model, request, this.#ac.signal);
     this.#first = this.#parts.next();
     // Read by whoever takes the step; a dropped one's failure (its abort) is nobody's.

@@ -192,8 +192,9 @@ export function check(h: ScenarioHistory): Violation[] {
         );
       }
     }
-    // A model window runs from just before the stream opens, which is after the message
-    // before it was committed, to the commit of its assistant message (CHATD.md 9).
+    // A model window runs from just before the stream opens (a step sent ahead: from when a
+    // task took it), which is after the message before it was committed, to the commit of its
+    // assistant message (CHATD.md 9).
     chat.messages.forEach((m, i) => {
       const before = chat.messages[i - 1];
       if (m.role !== "assistant" || !before) return;

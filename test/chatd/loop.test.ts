@@ -16,6 +16,8 @@ import { describeDatabases } from "../support/db.ts";
 import type { FakeProvider } from "../support/fake-provider.ts";
 
 const { env, cleanup } = useLoops();
+/** How long a test holds a batch's results commit once the next request is out. */
+const COMMIT_HELD_MS = 200;
 
 /** The text of the last tool result the model was sent, parsed. */
 function lastToolResultSent(fake: FakeProvider): Record<string, unknown> {
@@ -98,6 +100,7 @@ describeDatabases("chat loop", (db) => {
         const deadline = Date.now() + 3_000;
         while (requests() < 2 && Date.now() < deadline) await sleep(10);
         requestsAtCommit = requests();
+        await sleep(COMMIT_HELD_MS);
       });
     const { fake, setup } = await env(() => holdingResults(db()));
     requests = () => fake.requests.length;
@@ -114,6 +117,12 @@ describeDatabases("chat loop", (db) => {
     expect(lastToolResultSent(fake)).toMatchObject({ status: "completed", output: "hi\n" });
     expect(history.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
     expect(history.at(-1)!.content).toEqual([{ type: "text", text: "Done." }]);
+    // Its model window starts once the results are committed, as if it had gone out then: the
+    // time the answer waited on the commit is not billed (CHATD.md 9, docs/architecture.md).
+    const [results, answer] = [history[3]!, history[4]!];
+    const span = answer.createdAt.getTime() - results.createdAt.getTime();
+    expect(answer.runtimeMs).toBeLessThan(COMMIT_HELD_MS);
+    expect(answer.runtimeMs).toBeLessThanOrEqual(span);
   });
 
   it("an interruption while the results commit drops the step sent ahead: aborted, nothing of it kept", async () => {
