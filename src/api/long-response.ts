@@ -54,11 +54,12 @@ export function openLongResponse(
     res.write(chunk);
     if (res.writableLength > o.maxBufferedBytes) close();
   };
+  const heartbeat = setInterval(() => write(o.heartbeat), o.heartbeatMs);
+  cleanups.push(() => clearInterval(heartbeat));
+  // Last: a response closed here runs every clean-up above (the heartbeat's too).
   ctx.streams.add(close);
   res.on("close", close);
   if (reply.request.raw.socket.destroyed) close(); // gone before the listener was attached
-  const heartbeat = setInterval(() => write(o.heartbeat), o.heartbeatMs);
-  cleanups.push(() => clearInterval(heartbeat));
   return {
     get closed() {
       return closed;

@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { StreamBuffer, type StreamListener } from "../chatd/stream.ts";
 import { randomUUID } from "node:crypto";
@@ -17,7 +17,7 @@ import {
   sendMessage,
 } from "../chatd/transitions/index.ts";
 import { realClock, type Clock } from "../contract/index.ts";
-import { CHAT_WITH_VISIBLE_MESSAGES_SQL } from "./stream.ts";
+import { CHAT_WITH_VISIBLE_MESSAGES_SQL, SSE_HEARTBEAT_MS } from "./stream.ts";
 import { VISIBLE_MESSAGES_SQL } from "./views.ts";
 import {
   openSse,
@@ -578,6 +578,63 @@ describeDatabases("chat event stream: a create's stream that cannot read the cha
       } finally {
         sse.close();
       }
+    } finally {
+      await api.app.close();
+    }
+  });
+});
+
+describeDatabases("chat event stream: a reader gone before the stream opens", (db) => {
+  it("leaves no heartbeat behind", async () => {
+    // The stream's first statement answers only once the reader has gone.
+    let readerGone: () => void = () => {};
+    const gone = new Promise<void>((r) => (readerGone = r));
+    let reached: () => void = () => {};
+    const reading = new Promise<void>((r) => (reached = r));
+    const slow = new Proxy(db(), {
+      get(target, key) {
+        if (key === "query")
+          return async (sql: string, params?: unknown[]) => {
+            if (sql === CHAT_WITH_VISIBLE_MESSAGES_SQL) {
+              reached();
+              await gone;
+            }
+            return target.query(sql, params);
+          };
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const api = await startTestApi(slow);
+    try {
+      await api.app.listen({ host: "127.0.0.1", port: 0 });
+      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const created = await api.request("POST", "/api/v1/chats", {
+        token: api.memberToken,
+        body: {},
+      });
+      // Every heartbeat interval set is cleared.
+      const set = vi.spyOn(globalThis, "setInterval");
+      const clear = vi.spyOn(globalThis, "clearInterval");
+      const ac = new AbortController();
+      const answer = fetch(`${url}/api/v1/chats/${created.body.id as string}/stream`, {
+        headers: { authorization: `Bearer ${api.memberToken}` },
+        signal: ac.signal,
+      }).catch(() => undefined);
+      await reading; // the stream waits on its first statement
+      ac.abort();
+      await answer;
+      await new Promise((r) => setTimeout(r, 200)); // the server sees the connection close
+      readerGone();
+      await new Promise((r) => setTimeout(r, 300));
+      const heartbeats = set.mock.calls.flatMap((call, i) =>
+        call[1] === SSE_HEARTBEAT_MS ? [set.mock.results[i]!.value as unknown] : [],
+      );
+      const cleared = new Set(clear.mock.calls.map((c) => c[0] as unknown));
+      set.mockRestore();
+      clear.mockRestore();
+      expect(heartbeats).not.toEqual([]);
+      expect(heartbeats.filter((h) => !cleared.has(h))).toEqual([]);
     } finally {
       await api.app.close();
     }
