@@ -9,7 +9,7 @@ import { z } from "zod";
 import { ChatRefusedError, rowToChat, type Chat } from "../chatd/chats.ts";
 import { rowToMessage } from "../chatd/messages.ts";
 import {
-  createChat,
+  createChatWithHistory,
   editMessage,
   interrupt,
   loadQueue,
@@ -23,7 +23,14 @@ import type { ApiContext } from "./context.ts";
 import { audit, auditPart } from "./audit.ts";
 import { caller } from "./auth.ts";
 import { ApiError, IdParams, Int64String, notFound, parse, Uuid } from "./errors.ts";
-import { chatView, messageView, queuedView, VISIBLE_MESSAGES_SQL, type User } from "./views.ts";
+import {
+  chatView,
+  isVisibleMessage,
+  messageView,
+  queuedView,
+  VISIBLE_MESSAGES_SQL,
+  type User,
+} from "./views.ts";
 import { canUseWorkspace } from "./workspaces.ts";
 import { ownedChat, readableChat } from "./chat-access.ts";
 import { chatContext } from "./prompt.ts";
@@ -141,9 +148,9 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ? { ownerId: user.id, workspaceId, modelConfigId, message: body.message }
         : undefined,
     );
-    let chat: Chat;
+    let created: Awaited<ReturnType<typeof createChatWithHistory>>;
     try {
-      chat = await createChat(
+      created = await createChatWithHistory(
         ctx.db,
         {
           ownerId: user.id,
@@ -173,6 +180,7 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
         ? notFound("Workspace", err.id, "workspace_id")
         : notFound("Model config", err.id, "model_id");
     }
+    const { chat, history } = created;
     claim?.committed();
     const view = chatView(chat);
     // Asked for an event stream: the new chat's, from its start, after a `chat` event with
@@ -186,6 +194,8 @@ export function chatRoutes(app: FastifyInstance, ctx: ApiContext): void {
           headers: { location: `/api/v1/chats/${chat.id}` },
           events: sseEvent("chat", view),
         },
+        // Claimed here: the stream starts from the chat as created, with no read.
+        ...(history && { created: { chat, messages: history.filter(isVisibleMessage) } }),
       });
     return reply.code(201).send(view);
   });

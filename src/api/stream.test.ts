@@ -19,6 +19,9 @@ import {
 import { realClock, type Clock } from "../contract/index.ts";
 import { CHAT_WITH_VISIBLE_MESSAGES_SQL, SSE_HEARTBEAT_MS } from "./stream.ts";
 import { VISIBLE_MESSAGES_SQL } from "./views.ts";
+import { startTestAgent } from "../../test/support/agent.ts";
+import { testWorker } from "../../test/support/chatd.ts";
+import { startFakeProvider } from "../../test/support/fake-provider.ts";
 import {
   openSse,
   startTestApi,
@@ -637,6 +640,73 @@ describeDatabases("chat event stream: a reader gone before the stream opens", (d
       expect(heartbeats.filter((h) => !cleared.has(h))).toEqual([]);
     } finally {
       await api.app.close();
+    }
+  });
+});
+
+describeDatabases("chat event stream: a create's stream on a replica that runs the chat", (db) => {
+  it("follows the turn from the chat as created, with no read of it", async () => {
+    const agent = await startTestAgent();
+    const fake = await startFakeProvider();
+    const r = recording(db());
+    const buffer = new StreamBuffer();
+    const feed = new MessageFeed();
+    // In one process with the API, as a server's: the API's creates are claimed by its worker.
+    const worker = testWorker(r.db, { buffer, feed, acquireIntervalMs: 60_000 });
+    const api = await startTestApi(r.db, {
+      buffer,
+      feed,
+      localClaim: (newChat) => worker.localClaim(newChat),
+    });
+    try {
+      await worker.start();
+      await api.app.listen({ host: "127.0.0.1", port: 0 });
+      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const admin = { token: api.adminToken };
+      const model = await api.request("POST", "/api/v1/models", {
+        ...admin,
+        body: { provider: "openai-compatible", model: "m", base_url: fake.url },
+      });
+      const workspace = await api.request("POST", "/api/v1/workspaces", {
+        ...admin,
+        body: { name: "w", agent_url: agent.url },
+      });
+      fake.script(
+        { toolCalls: [{ id: "call_1", name: "execute", args: { command: "echo hi" } }] },
+        { text: "Done." },
+      );
+      r.statements.length = 0;
+      const sse = await openSse(url, "/api/v1/chats", api.adminToken, {
+        workspace_id: workspace.body.id,
+        model_id: model.body.id,
+        message: "run it",
+      });
+      try {
+        expect(sse.status).toBe(201);
+        const events = await sse.until((es) =>
+          ofType(es, "status").some((e) => (e.data as { status: string }).status === "waiting"),
+        );
+        expect(events[0]!.event).toBe("chat");
+        const chatId = (events[0]!.data as { id: string }).id;
+        // Every message once, in order, as the chat holds them.
+        const visible = await db().query<{ id: string }>(VISIBLE_MESSAGES_SQL, [chatId, "0"]);
+        expect(ofType(events, "message").map((e) => e.id)).toEqual(visible.rows.map((m) => m.id));
+        expect(ofType(events, "message").map((e) => (e.data as { role: string }).role)).toEqual([
+          "user",
+          "assistant",
+          "tool",
+          "assistant",
+        ]);
+        // The stream read neither the chat nor its messages: it started from the create's.
+        expect(r.statements.filter((s) => s === CHAT_WITH_VISIBLE_MESSAGES_SQL)).toEqual([]);
+      } finally {
+        sse.close();
+      }
+    } finally {
+      await api.app.close();
+      await worker.stop();
+      await fake.close();
+      await agent.close();
     }
   });
 });

@@ -2,7 +2,7 @@
 // messages and status changes. Changes are subscribed before history is read, so no commit
 // falls in between; one refresh runs at a time, so each message goes out once, in ID order.
 // The first refresh reads the chat (checked for access first) and its messages in one
-// statement; later, a commit this replica made comes from its feed (chatd/message-feed.ts)
+// statement (a chat just created and claimed here starts from the create's answer); later, a commit this replica made comes from its feed (chatd/message-feed.ts)
 // when the stream's messages are complete up to the history version it moved from, and
 // anything else is read.
 // Live parts come from this replica's buffer and, while another replica owns the chat, from
@@ -133,6 +133,14 @@ export interface Follow {
    * chat is an `error` event in the open stream rather than an error answer: the chat exists.
    */
   opening?: { status: number; headers: Record<string, string>; events: string };
+  /**
+   * A chat the caller just made, claimed by this replica's worker, whose runner started in the
+   * same turn of the event loop as this call: the chat and its visible messages as created,
+   * which the stream starts from instead of reading them. Nobody knows the chat yet but that
+   * runner, whose commits the stream's feed holds from this call on; and its creator may read
+   * it and use its workspace (the create checked both).
+   */
+  created?: { chat: Chat; messages: ChatMessage[] };
 }
 
 /**
@@ -195,7 +203,8 @@ export async function followChat(
       heartbeat: ": heartbeat\n\n",
       maxBufferedBytes: SSE_MAX_BUFFERED_BYTES,
     });
-  let read: Awaited<ReturnType<typeof readChatWithMessages>> & { chat: Chat };
+  /** The chat, its messages after lastId, and whether its reader may use its workspace. */
+  let read: { chat: Chat; messages: ChatMessage[]; workspaceUsable: boolean };
   let unsubscribeChanges: () => void;
   try {
     unsubscribeChanges = await ctx.changes.subscribe(id, onChange).catch((err: unknown) => {
@@ -204,14 +213,22 @@ export async function followChat(
     });
     // Read after subscribing, so the first refresh starts from it: a later commit is
     // announced. One statement: the chat (checked for access before anything is sent) and
-    // its messages.
-    read = await readChatWithMessages(ctx, id, lastId)
-      .then(async (r) => ({ ...r, chat: await checkReadable(ctx, request, id, r.chat) }))
-      .catch((err: unknown) => {
-        unsubscribeChanges();
-        unwatch();
-        throw err;
-      });
+    // its messages. A chat its caller just made here needs none: see Follow.created.
+    const { user } = caller(request);
+    read = o.created
+      ? { ...o.created, workspaceUsable: true }
+      : await readChatWithMessages(ctx, id, lastId)
+          .then(async (r) => ({
+            chat: await checkReadable(ctx, request, id, r.chat),
+            messages: r.messages,
+            // Who may use it was read with the chat (no statement of its own).
+            workspaceUsable: r.workspace !== null && usableBy(user.id, r.workspace),
+          }))
+          .catch((err: unknown) => {
+            unsubscribeChanges();
+            unwatch();
+            throw err;
+          });
   } catch (err) {
     if (!o.opening) throw err;
     request.log.error({ err }, "chat stream start failed");
@@ -255,11 +272,8 @@ export async function followChat(
   // A template workspace's state as `workspace` events; the open stream is its activity. Only
   // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
   // or shared (once unshared, its state is not theirs to follow, nor to keep running).
-  const { user } = caller(request);
-  // Who may use it was read with the chat (no statement of its own).
   const watched =
-    chat.workspaceId !== null &&
-    (isStaff(user) || (read.workspace !== null && usableBy(user.id, read.workspace)))
+    chat.workspaceId !== null && (isStaff(caller(request).user) || read.workspaceUsable)
       ? chat.workspaceId
       : null;
   out.onClose(await watchWorkspace(ctx, watched, (e) => send("workspace", e)));

@@ -57,6 +57,18 @@ export async function createChat(
   /** Runs the chat's first turn on this replica (core.ts LocalClaim). */
   claim?: LocalClaim,
 ): Promise<Chat> {
+  return (await createChatWithHistory(q, input, claim)).chat;
+}
+
+/**
+ * createChat, answering also the history the chat was created with when `claim` claimed it:
+ * what its runner starts from, and all the chat holds until that runner commits.
+ */
+export async function createChatWithHistory(
+  q: Queryable,
+  input: CreateChatInput,
+  claim?: LocalClaim,
+): Promise<{ chat: Chat; history?: ChatMessage[] }> {
   const started = input.message !== undefined;
   const params: unknown[] = [
     randomUUID(),
@@ -101,10 +113,13 @@ export async function createChat(
   const row = r.rows[0]!;
   if (!row.workspace_ok) throw new ChatRefusedError("workspace_id", input.workspaceId!);
   if (!row.model_ok) throw new ChatRefusedError("model_id", input.modelConfigId!);
-  if (!claimed || !claim) return rowToChat(row);
+  if (!claimed || !claim) return { chat: rowToChat(row) };
   const acquired = toAcquired(row);
   claim.created(acquired);
-  return acquired.chat;
+  return {
+    chat: acquired.chat,
+    ...(acquired.start.history && { history: acquired.start.history }),
+  };
 }
 
 /** The message a user's text becomes in history. */
