@@ -44,21 +44,25 @@ class CountingBuffer extends StreamBuffer {
   }
 }
 
-/** `db`, recording the text of every statement run outside a transaction (each its own commit). */
-function recording(db: Database): { db: Database; statements: string[] } {
-  const statements: string[] = [];
-  const proxy = new Proxy(db, {
+/** `db` with each statement run outside a transaction going through `before` first. */
+function beforeEachQuery(db: Database, before: (sql: string) => Promise<void> | void): Database {
+  return new Proxy(db, {
     get(target, key) {
       if (key === "query")
-        return (sql: string, params?: unknown[]) => {
-          statements.push(sql);
+        return async (sql: string, params?: unknown[]) => {
+          await before(sql);
           return target.query(sql, params);
         };
       const v: unknown = Reflect.get(target, key, target);
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  return { db: proxy, statements };
+}
+
+/** `db`, recording the text of every statement run outside a transaction (each its own commit). */
+function recording(db: Database): { db: Database; statements: string[] } {
+  const statements: string[] = [];
+  return { db: beforeEachQuery(db, (sql) => void statements.push(sql)), statements };
 }
 
 /** The statements that read or write chats or their messages (not the token lookups). */
@@ -556,16 +560,8 @@ describeDatabases("chat event stream: events held together", (db) => {
 describeDatabases("chat event stream: a create's stream that cannot read the chat", (db) => {
   it("opens with the chat and says the stream lost the database; the chat is there", async () => {
     // The stream's first statement fails; everything else reaches the database.
-    const failing = new Proxy(db(), {
-      get(target, key) {
-        if (key === "query")
-          return (sql: string, params?: unknown[]) =>
-            sql === CHAT_WITH_VISIBLE_MESSAGES_SQL
-              ? Promise.reject(new Error("connection lost"))
-              : target.query(sql, params);
-        const v: unknown = Reflect.get(target, key, target);
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
+    const failing = beforeEachQuery(db(), (sql) => {
+      if (sql === CHAT_WITH_VISIBLE_MESSAGES_SQL) throw new Error("connection lost");
     });
     const api = await startTestApi(failing);
     try {
@@ -595,19 +591,10 @@ describeDatabases("chat event stream: a reader gone before the stream opens", (d
     const gone = new Promise<void>((r) => (readerGone = r));
     let reached: () => void = () => {};
     const reading = new Promise<void>((r) => (reached = r));
-    const slow = new Proxy(db(), {
-      get(target, key) {
-        if (key === "query")
-          return async (sql: string, params?: unknown[]) => {
-            if (sql === CHAT_WITH_VISIBLE_MESSAGES_SQL) {
-              reached();
-              await gone;
-            }
-            return target.query(sql, params);
-          };
-        const v: unknown = Reflect.get(target, key, target);
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
+    const slow = beforeEachQuery(db(), async (sql) => {
+      if (sql !== CHAT_WITH_VISIBLE_MESSAGES_SQL) return;
+      reached();
+      await gone;
     });
     const api = await startTestApi(slow);
     try {
