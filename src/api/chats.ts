@@ -34,7 +34,8 @@ import {
 import { canUseWorkspace } from "./workspaces.ts";
 import { ownedChat, readableChat } from "./chat-access.ts";
 import { chatContext } from "./prompt.ts";
-import { followChat, sseEvent } from "./stream.ts";
+import { sseEvent } from "./sse-batch.ts";
+import { followChat } from "./stream.ts";
 
 const MessageText = z.string().refine((s) => s.trim() !== "", "must not be empty");
 

@@ -94,6 +94,12 @@ async function commitAsRunner(
   await (o.final ? commitFinalStep : commitStep)(db, fence, messages, held);
 }
 
+/** Has `api` listen on a free loopback port; answers its base URL. */
+async function listening(api: TestApi): Promise<string> {
+  await api.app.listen({ host: "127.0.0.1", port: 0 });
+  return `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+}
+
 const ofType = (events: SseEvent[], type: string): SseEvent[] =>
   events.filter((e) => e.event === type);
 
@@ -116,8 +122,7 @@ describeDatabases("chat event stream", (db) => {
       setTimer: (ms, fn) => realClock.setTimer(ms, fn),
     });
     api = await startTestApi(r.db, { buffer, feed });
-    await api.app.listen({ host: "127.0.0.1", port: 0 });
-    baseUrl = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+    baseUrl = await listening(api);
   });
   afterEach(async () => {
     for (const r of readers.splice(0)) r.close();
@@ -508,8 +513,7 @@ describeDatabases("chat event stream: events held together", (db) => {
     // A flush longer than the test: only a status event can send what the stream holds.
     const api = await startTestApi(db(), { feed, streamFlushMs: 60_000 });
     try {
-      await api.app.listen({ host: "127.0.0.1", port: 0 });
-      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const url = await listening(api);
       const created = await api.request("POST", "/api/v1/chats", {
         token: api.memberToken,
         body: { message: "run true" },
@@ -565,8 +569,7 @@ describeDatabases("chat event stream: a create's stream that cannot read the cha
     });
     const api = await startTestApi(failing);
     try {
-      await api.app.listen({ host: "127.0.0.1", port: 0 });
-      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const url = await listening(api);
       const sse = await openSse(url, "/api/v1/chats", api.memberToken, { message: "go" });
       try {
         expect(sse.status).toBe(201);
@@ -598,8 +601,7 @@ describeDatabases("chat event stream: a reader gone before the stream opens", (d
     });
     const api = await startTestApi(slow);
     try {
-      await api.app.listen({ host: "127.0.0.1", port: 0 });
-      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const url = await listening(api);
       const created = await api.request("POST", "/api/v1/chats", {
         token: api.memberToken,
         body: {},
@@ -647,8 +649,7 @@ describeDatabases("chat event stream: a create's stream on a replica that runs t
     });
     try {
       await worker.start();
-      await api.app.listen({ host: "127.0.0.1", port: 0 });
-      const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+      const url = await listening(api);
       const admin = { token: api.adminToken };
       const model = await api.request("POST", "/api/v1/models", {
         ...admin,

@@ -26,6 +26,7 @@ import { checkReadable } from "./chat-access.ts";
 import { IdParams, Int64String, parse } from "./errors.ts";
 import { OwnerRelay, PartCursor } from "./relay.ts";
 import { openLongResponse, type LongResponse } from "./long-response.ts";
+import { SseBatch, sseEvent } from "./sse-batch.ts";
 import {
   isVisibleMessage,
   messageView,
@@ -38,8 +39,6 @@ import { watchWorkspace } from "./workspace-events.ts";
 export const SSE_HEARTBEAT_MS = 15_000;
 /** A client that lets this much output pile up unread is cut off (it reconnects with after_id). */
 export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
-/** A stream's events wait at most this long for the ones after them (a frame at 60 Hz). */
-export const STREAM_FLUSH_MS = 16;
 
 export const StreamQuery = z.object({ after_id: Int64String.optional() });
 
@@ -116,11 +115,6 @@ export function streamRoutes(app: FastifyInstance, ctx: ApiContext): void {
     const afterId = query.after_id ?? lastEventId(request.headers["last-event-id"]) ?? "0";
     await followChat(ctx, request, reply, { chatId: id, afterId });
   });
-}
-
-/** The SSE form of one event. */
-export function sseEvent(event: string, data: unknown, eventId?: string): string {
-  return `event: ${event}\n${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
 }
 
 export interface Follow {
@@ -205,31 +199,25 @@ export async function followChat(
     });
   /** The chat, its messages after lastId, and whether its reader may use its workspace. */
   let read: { chat: Chat; messages: ChatMessage[]; workspaceUsable: boolean };
-  let unsubscribeChanges: () => void;
+  let unsubscribeChanges: (() => void) | undefined;
   try {
-    unsubscribeChanges = await ctx.changes.subscribe(id, onChange).catch((err: unknown) => {
-      unwatch();
-      throw err;
-    });
+    unsubscribeChanges = await ctx.changes.subscribe(id, onChange);
     // Read after subscribing, so the first refresh starts from it: a later commit is
     // announced. One statement: the chat (checked for access before anything is sent) and
     // its messages. A chat its caller just made here needs none: see Follow.created.
-    const { user } = caller(request);
-    read = o.created
-      ? { ...o.created, workspaceUsable: true }
-      : await readChatWithMessages(ctx, id, lastId)
-          .then(async (r) => ({
-            chat: await checkReadable(ctx, request, id, r.chat),
-            messages: r.messages,
-            // Who may use it was read with the chat (no statement of its own).
-            workspaceUsable: r.workspace !== null && usableBy(user.id, r.workspace),
-          }))
-          .catch((err: unknown) => {
-            unsubscribeChanges();
-            unwatch();
-            throw err;
-          });
+    if (o.created) read = { ...o.created, workspaceUsable: true };
+    else {
+      const r = await readChatWithMessages(ctx, id, lastId);
+      read = {
+        chat: await checkReadable(ctx, request, id, r.chat),
+        messages: r.messages,
+        // Who may use it was read with the chat (no statement of its own).
+        workspaceUsable: r.workspace !== null && usableBy(caller(request).user.id, r.workspace),
+      };
+    }
   } catch (err) {
+    unsubscribeChanges?.();
+    unwatch();
     if (!o.opening) throw err;
     request.log.error({ err }, "chat stream start failed");
     const out = open();
@@ -243,31 +231,13 @@ export async function followChat(
   const out = open();
   out.onClose(unsubscribeChanges);
   out.onClose(unwatch);
-  const sse = sseEvent;
-  // Events go out together: each waits at most a frame (STREAM_FLUSH_MS) for the ones after
-  // it, and a status event takes everything before it out at once. A model streams a few
-  // characters a part and a step commits a message or two, and each write wakes the reader
-  // (a browser, or a CLI sharing the machine with the server and its database); a status
-  // is what a reader acts on (the turn ended, an interruption began). Order is kept.
-  const flushMs = ctx.streamFlushMs ?? STREAM_FLUSH_MS;
-  // The opening goes out with the first refresh's events.
-  let held = o.opening?.events ?? "";
-  let heldTimer: NodeJS.Timeout | undefined;
-  const flush = (): void => {
-    clearTimeout(heldTimer);
-    heldTimer = undefined;
-    if (held === "" || out.closed) return;
-    const chunk = held;
-    held = "";
-    out.write(chunk);
-  };
-  const hold = (chunk: string): void => {
-    held += chunk;
-    heldTimer ??= setTimeout(flush, flushMs);
-  };
+  // Events go out together (sse-batch.ts), the opening with the first refresh's; a status
+  // event takes everything before it out at once: it is what a reader acts on (the turn
+  // ended, an interruption began).
+  const batch = new SseBatch(out, ctx.streamFlushMs, o.opening?.events);
   const send = (event: string, data: unknown, eventId?: string): void => {
-    hold(sse(event, data, eventId));
-    if (event === "status" || event === "error") flush();
+    batch.hold(sseEvent(event, data, eventId));
+    if (event === "status" || event === "error") batch.flush();
   };
   // A template workspace's state as `workspace` events; the open stream is its activity. Only
   // while the reader may see the workspace: an admin, or the chat's owner while it is theirs
@@ -285,9 +255,8 @@ export async function followChat(
   const cursor = new PartCursor();
   const sendPart = (e: PartEvent): void => {
     if (!cursor.admit(e)) return;
-    hold(sse("part", e));
+    batch.hold(sseEvent("part", e));
   };
-  out.onClose(() => clearTimeout(heldTimer));
   /** The owner's parts while another replica owns the chat (set once the stream is open). */
   let relay: OwnerRelay | undefined;
 
