@@ -81,7 +81,10 @@ export class StepAhead {
   readonly #expiry: Timer;
   #settled = false;
 
-  /** Sends `request` to `model` now; dropped if nobody takes it within `maxAgeMs`. */
+  /**
+   * Sends `request` to `model` once what its caller started in this turn of the event loop is
+   * on its way (afterWrites); dropped if nobody takes it within `maxAgeMs`.
+   */
   constructor(
     model: LanguageModel,
     request: ModelRequest,
@@ -90,7 +93,8 @@ export class StepAhead {
   ) {
     this.#model = model;
     this.#key = JSON.stringify(request);
-    this.#parts = sendStep(model, request, this.#ac.signal);
+    const signal = this.#ac.signal;
+    this.#parts = afterWrites(() => sendStep(model, request, signal), signal);
     this.#first = this.#parts.next();
     // Read by whoever takes the step; a dropped one's failure (its abort) is nobody's.
     this.#first.catch(() => undefined);
@@ -127,6 +131,22 @@ export class StepAhead {
     // The provider's response, if it began, is closed (the generator's own cleanup).
     void this.#first.then(() => this.#parts.return(undefined)).catch(() => undefined);
   }
+}
+
+/**
+ * The parts of `send()`, called at the event loop's next check phase: a step ahead runs beside a
+ * statement its caller issues in the same turn (a batch's results, a new chat's create) and is
+ * waited for after it, so that statement's bytes go out first — the database driver writes on
+ * the next tick, and building a provider's request takes a millisecond of this thread's time in
+ * promise callbacks that would all run before it. Nothing is sent once `signal` aborted.
+ */
+async function* afterWrites(
+  send: () => AsyncGenerator<StepPart, void, undefined>,
+  signal: AbortSignal,
+): AsyncGenerator<StepPart, void, undefined> {
+  await new Promise((resolve) => setImmediate(resolve));
+  signal.throwIfAborted();
+  yield* send();
 }
 
 /** The parts of a generator whose first `next()` was already asked for. */

@@ -215,8 +215,6 @@ export class Worker {
     if (!snapshots) return undefined;
     try {
       if (!(await agent)) return undefined;
-      // After the agent's context request is on its way (that answer is the longer wait).
-      await new Promise((resolve) => setImmediate(resolve));
       const resolved = await this.#deps.resolveModel({ modelConfigId: chat.modelConfigId });
       // As the create checks it: a model the chat names must be enabled.
       if (chat.modelConfigId !== null && resolved.enabled !== true) return undefined;
