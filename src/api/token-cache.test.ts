@@ -115,6 +115,44 @@ describe("TokenCache", () => {
     expect((await cache.read("h", load)).held).toBe(false);
   });
 
+  it("reads a lookup in use again behind the one it serves once half its bound old", async () => {
+    const d = drivenDatabase();
+    const clock = new ManualClock();
+    const cache = new TokenCache<{ token_id: string; role: string }>(d.db, clock);
+    const loads: ((v: { token_id: string; role: string } | undefined) => void)[] = [];
+    const load = () =>
+      new Promise<{ token_id: string; role: string } | undefined>((r) => loads.push(r));
+    await cache.read("other", async () => undefined);
+    await Promise.resolve();
+    expect(cache.serving).toBe(true);
+    const first = cache.read("h", load);
+    loads[0]!({ token_id: "t", role: "admin" });
+    expect(await first).toEqual({ value: { token_id: "t", role: "admin" }, held: false });
+    clock.advance(TOKEN_CACHE_MS / 2 + 1);
+    // Served at once, held, while its read goes on (one at a time).
+    expect((await cache.read("h", load)).value?.role).toBe("admin");
+    expect((await cache.read("h", load)).held).toBe(true);
+    expect(loads).toHaveLength(2);
+    loads[1]!({ token_id: "t", role: "member" }); // demoted meanwhile
+    await new Promise((r) => setImmediate(r));
+    clock.advance(TOKEN_CACHE_MS / 2);
+    expect(await cache.read("h", load)).toEqual({
+      value: { token_id: "t", role: "member" },
+      held: true,
+    });
+    expect(loads).toHaveLength(2);
+    // A token gone by the read behind it is held no more: the next request reads.
+    clock.advance(1);
+    expect((await cache.read("h", load)).held).toBe(true);
+    loads[2]!(undefined);
+    await new Promise((r) => setImmediate(r));
+    const next = cache.read("h", load);
+    expect(loads).toHaveLength(4);
+    loads[3]!(undefined);
+    expect(await next).toEqual({ value: undefined, held: false });
+    await cache.close();
+  });
+
   it("holds neither an unknown token nor a lookup that a change overtook", async () => {
     const d = drivenDatabase();
     const cache = new TokenCache<typeof row>(d.db, new ManualClock());

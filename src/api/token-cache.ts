@@ -5,7 +5,9 @@
 // token it holds. Held lookups are served only while this replica's listening connection is up:
 // until it first listens, and from a drop until it is back (dropping what it held then), every
 // request reads. A lookup is also read again once TOKEN_CACHE_MS old, so a notification lost
-// without the connection noticing goes unseen that long at most. Unknown tokens are never held.
+// without the connection noticing goes unseen that long at most; one in use is read again behind
+// the one served once half that old, so a busy client's requests never wait for it. Unknown
+// tokens are never held.
 // The caller checks expiry and the session idle rule against the clock on every use, and reads
 // again before it refuses a held token (auth.ts).
 
@@ -26,6 +28,8 @@ const TABLES = new Set(["api_tokens", "users"]);
 interface Entry<T> {
   at: number;
   value: Promise<T | undefined>;
+  /** A read behind this entry is in flight (read). */
+  refreshing?: boolean;
 }
 
 export class TokenCache<T extends object> {
@@ -60,8 +64,24 @@ export class TokenCache<T extends object> {
     if (!this.#listening) return { value: await load(), held: false };
     const now = this.clock.now();
     const entry = this.#entries.get(key);
-    if (entry && now - entry.at <= this.maxAgeMs) return { value: await entry.value, held: true };
     const entries = this.#entries;
+    if (entry && now - entry.at <= this.maxAgeMs) {
+      if (now - entry.at > this.maxAgeMs / 2 && !entry.refreshing) {
+        entry.refreshing = true;
+        const value = load();
+        value.then(
+          // Unless a change or a read after the bound replaced it meanwhile; a token gone is
+          // held no more (the next request reads, and is refused).
+          (v) => {
+            if (entries.get(key) !== entry) return;
+            if (v === undefined) entries.delete(key);
+            else entries.set(key, { at: now, value });
+          },
+          () => (entry.refreshing = false),
+        );
+      }
+      return { value: await entry.value, held: true };
+    }
     if (entries.size >= TOKEN_CACHE_MAX) entries.clear();
     const value = load();
     entries.set(key, { at: now, value });

@@ -58,6 +58,48 @@ it("reads again once an entry is older than its bound, and never holds a failed 
   expect(await read()).toBe(3);
 });
 
+it("reads an entry in use again behind the one it serves once it is half its bound old", async () => {
+  const clock = new ManualClock(0);
+  const cache = new ConfigCache(clock, 1_000);
+  const loads: ((v: number) => void)[] = [];
+  const read = () => cache.read("t", "k", () => new Promise<number>((r) => loads.push(r)));
+  const first = read();
+  loads[0]!(1);
+  expect(await first).toBe(1);
+  clock.advance(500);
+  expect(await read()).toBe(1);
+  expect(loads).toHaveLength(1);
+  // Past half its bound: served at once while its read goes on (one at a time).
+  clock.advance(1);
+  expect(await read()).toBe(1);
+  expect(await read()).toBe(1);
+  expect(loads).toHaveLength(2);
+  loads[1]!(2);
+  await new Promise((r) => setImmediate(r));
+  // Past the first read's bound, within the second's: no request waits.
+  clock.advance(500);
+  expect(await read()).toBe(2);
+  expect(loads).toHaveLength(2);
+  // A read behind an entry that a change overtook is not kept.
+  clock.advance(1);
+  expect(await read()).toBe(2);
+  expect(loads).toHaveLength(3);
+  cache.changed("t");
+  loads[2]!(3);
+  await new Promise((r) => setImmediate(r));
+  const after = read();
+  expect(loads).toHaveLength(4);
+  loads[3]!(4);
+  expect(await after).toBe(4);
+  // A failed read behind an entry leaves it served until its bound, and is tried again.
+  clock.advance(501);
+  const failing = cache.read("t", "k", () => Promise.reject(new Error("down")));
+  expect(await failing).toBe(4);
+  await new Promise((r) => setImmediate(r));
+  expect(await read()).toBe(4);
+  expect(loads).toHaveLength(5);
+});
+
 it("holds nothing while the listening connection is down, and drops what it held when it drops", async () => {
   let onState: ((listening: boolean) => void) | undefined;
   const db = {

@@ -3,7 +3,10 @@
 // notifies every replica (triggers, migration 051) and each drops what it held of that table.
 // While the listening connection is down nothing is held (every read loads), and what was held
 // is dropped when it drops; an entry is also read again once it is `maxAgeMs` old, so a
-// notification lost without the connection noticing goes unseen that long at most.
+// notification lost without the connection noticing goes unseen that long at most. An entry in
+// use is read again behind the one served once it is half that old, so no step waits for the
+// read of a row the replica holds (a new chat's first step is sent ahead only when its model and
+// workspace resolve at once).
 
 import { realClock, type Clock } from "../contract/index.ts";
 import type { Database } from "./db/index.ts";
@@ -16,6 +19,8 @@ export const CONFIG_CACHE_MS = 10_000;
 interface Entry {
   at: number;
   value: Promise<unknown>;
+  /** A read behind this entry is in flight (read). */
+  refreshing?: boolean;
 }
 
 export class ConfigCache {
@@ -35,9 +40,22 @@ export class ConfigCache {
     if (!entries) this.#tables.set(table, (entries = new Map<string, Entry>()));
     const now = this.clock.now();
     const held = entries.get(key);
-    if (held && now - held.at <= this.maxAgeMs) return held.value as Promise<T>;
-    const value = load();
     const kept = entries;
+    if (held && now - held.at <= this.maxAgeMs) {
+      if (now - held.at > this.maxAgeMs / 2 && !held.refreshing) {
+        held.refreshing = true;
+        const value = load();
+        value.then(
+          () => {
+            // Unless a change or a read after the bound replaced it meanwhile.
+            if (kept.get(key) === held) kept.set(key, { at: now, value });
+          },
+          () => (held.refreshing = false),
+        );
+      }
+      return held.value as Promise<T>;
+    }
+    const value = load();
     kept.set(key, { at: now, value });
     value.catch(() => {
       if (kept.get(key)?.value === value) kept.delete(key);
