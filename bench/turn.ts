@@ -5,7 +5,9 @@
 // running the same turn: DBOS Transact (a workflow of model and tool steps) and LangGraph with
 // its Postgres checkpointer (durability "sync"). All use the same fake model server (in a
 // process of its own, bench/fake-model.ts, as a provider is) and the same agent (through the
-// same tool code), in one run, the systems' turns interleaved. Prints median and p99 per turn,
+// same tool code), in one run, the systems' turns interleaved; Tether's turn is timed from its
+// create's request to the `waiting` its stream shows (closing the stream after it, about half a
+// millisecond of the client's, is not the turn's). Prints median and p99 per turn,
 // the ratio to the in-memory loop, and the transactions each system committed per turn on the
 // server side: pg_stat_database xact_commit of a database of its own, read after it closed its
 // connections (Tether's include its server's background rounds, such as the acquisition poll
@@ -164,7 +166,11 @@ interface System {
   /** The database whose committed transactions are the system's, if it has one. */
   database?: string;
   setUp(): Promise<void>;
-  turn(): Promise<void>;
+  /**
+   * Runs one turn; resolves with the moment (performance.now()) the turn ended when the system
+   * tidies up after it (Tether's client closes the stream after its `waiting`), else at the end.
+   */
+  turn(): Promise<number | void>;
   /** Closes every connection, so the server has counted every transaction. */
   tearDown(): Promise<void>;
   /** The process serving it, whose CPU time is counted (a system in this process has none). */
@@ -204,9 +210,10 @@ function tetherSystem(): System {
   };
   /**
    * Creates a chat with its message and reads the chat's SSE stream, which the create answers
-   * with (`Accept: text/event-stream`), until a `status` event says `waiting`.
+   * with (`Accept: text/event-stream`), until a `status` event says `waiting`: the turn ends
+   * there (resolved with that moment); closing the stream after it is the client's tidying up.
    */
-  const turnOnStream = async (): Promise<void> => {
+  const turnOnStream = async (): Promise<number> => {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), SSE_BOUND_MS);
     try {
@@ -221,19 +228,19 @@ function tetherSystem(): System {
         signal: ac.signal,
       });
       if (r.status !== 201) throw new Error(`POST /api/v1/chats: ${r.status} ${await r.text()}`);
-      let done = false;
+      let waitingAt: number | undefined;
       const parser = createParser({
         onEvent: (e) => {
           if (e.event !== "status") return;
           const s = (JSON.parse(e.data) as { status: string }).status;
           if (s === "error") throw new Error("a chat ended in error");
-          if (s === "waiting") done = true;
+          if (s === "waiting") waitingAt ??= performance.now();
         },
       });
       const decoder = new TextDecoder();
       for await (const chunk of r.body!) {
         parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-        if (done) return;
+        if (waitingAt !== undefined) return waitingAt;
       }
       throw new Error("a chat's stream ended before waiting");
     } finally {
@@ -399,8 +406,8 @@ async function measureAll(all: System[]): Promise<Map<string, Result>> {
     for (let i = 0; i < turns; i++) {
       for (const s of all) {
         const t0 = performance.now();
-        await s.turn();
-        samples.get(s.name)!.push(performance.now() - t0);
+        const ended = (await s.turn()) ?? performance.now();
+        samples.get(s.name)!.push(ended - t0);
       }
     }
     for (const s of all) {
