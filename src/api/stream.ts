@@ -2,9 +2,9 @@
 // messages and status changes. Changes are subscribed before history is read, so no commit
 // falls in between; one refresh runs at a time, so each message goes out once, in ID order.
 // The first refresh reads the chat (checked for access first) and its messages in one
-// statement (a chat just created and claimed here starts from the create's answer); later, a commit this replica made comes from its feed (chatd/message-feed.ts)
-// when the stream's messages are complete up to the history version it moved from, and
-// anything else is read.
+// statement (a chat just created and claimed here starts from the create's answer); later, a
+// commit this replica made comes from its feed (chatd/message-feed.ts) when the stream's
+// messages are complete up to the history version it moved from, and anything else is read.
 // Live parts come from this replica's buffer and, while another replica owns the chat, from
 // that owner (relay.ts); the stream follows the owner the chat row names at each refresh.
 

@@ -12,7 +12,7 @@
 // again before it refuses a held token (auth.ts).
 
 import { realClock, type Clock } from "../contract/index.ts";
-import { CONFIG_CHANNEL } from "../chatd/config-cache.ts";
+import { CONFIG_CHANNEL, readBehind, type HeldEntry } from "../chatd/config-cache.ts";
 import type { Database } from "../chatd/db/index.ts";
 
 /** How long a held lookup is used before it is read again even without a notification. */
@@ -25,12 +25,7 @@ const LISTEN_RETRY_MS = 1_000;
 /** The tables whose change drops every held token (the triggers' payload is the table name). */
 const TABLES = new Set(["api_tokens", "users"]);
 
-interface Entry<T> {
-  at: number;
-  value: Promise<T | undefined>;
-  /** A read behind this entry is in flight (read). */
-  refreshing?: boolean;
-}
+type Entry<T> = HeldEntry<T | undefined>;
 
 export class TokenCache<T extends object> {
   #entries = new Map<string, Entry<T>>();
@@ -66,20 +61,13 @@ export class TokenCache<T extends object> {
     const entry = this.#entries.get(key);
     const entries = this.#entries;
     if (entry && now - entry.at <= this.maxAgeMs) {
-      if (now - entry.at > this.maxAgeMs / 2 && !entry.refreshing) {
-        entry.refreshing = true;
-        const value = load();
-        value.then(
-          // Unless a change or a read after the bound replaced it meanwhile; a token gone is
-          // held no more (the next request reads, and is refused).
-          (v) => {
-            if (entries.get(key) !== entry) return;
-            if (v === undefined) entries.delete(key);
-            else entries.set(key, { at: now, value });
-          },
-          () => (entry.refreshing = false),
-        );
-      }
+      readBehind(entry, now, this.maxAgeMs, load, (value, row) => {
+        // Unless a change or a read after the bound replaced it meanwhile; a token gone is held
+        // no more (the next request reads, and is refused).
+        if (entries.get(key) !== entry) return;
+        if (row === undefined) entries.delete(key);
+        else entries.set(key, { at: now, value });
+      });
       return { value: await entry.value, held: true };
     }
     if (entries.size >= TOKEN_CACHE_MAX) entries.clear();

@@ -16,11 +16,35 @@ export const CONFIG_CHANNEL = "tether_config";
 /** How long a held row is used before it is read again even without a notification. */
 export const CONFIG_CACHE_MS = 10_000;
 
-interface Entry {
+/** A held entry: read at `at`; `refreshing` while a read behind it is in flight. */
+export interface HeldEntry<T> {
   at: number;
-  value: Promise<unknown>;
-  /** A read behind this entry is in flight (read). */
+  value: Promise<T>;
   refreshing?: boolean;
+}
+
+type Entry = HeldEntry<unknown>;
+
+/**
+ * The rule of an entry in use, here and in the token cache (api/token-cache.ts): once `entry` is
+ * more than half of `maxAgeMs` old at `now`, it is read again behind the one served (`load`, one
+ * read at a time), and `keep` is given the new read once it succeeds; a failed one is tried again
+ * by the next use. The caller serves `entry` only while it is at most `maxAgeMs` old.
+ */
+export function readBehind<T>(
+  entry: HeldEntry<T>,
+  now: number,
+  maxAgeMs: number,
+  load: () => Promise<T>,
+  keep: (value: Promise<T>, resolved: T) => void,
+): void {
+  if (now - entry.at <= maxAgeMs / 2 || entry.refreshing) return;
+  entry.refreshing = true;
+  const value = load();
+  value.then(
+    (resolved) => keep(value, resolved),
+    () => (entry.refreshing = false),
+  );
 }
 
 export class ConfigCache {
@@ -42,17 +66,10 @@ export class ConfigCache {
     const held = entries.get(key);
     const kept = entries;
     if (held && now - held.at <= this.maxAgeMs) {
-      if (now - held.at > this.maxAgeMs / 2 && !held.refreshing) {
-        held.refreshing = true;
-        const value = load();
-        value.then(
-          () => {
-            // Unless a change or a read after the bound replaced it meanwhile.
-            if (kept.get(key) === held) kept.set(key, { at: now, value });
-          },
-          () => (held.refreshing = false),
-        );
-      }
+      readBehind(held, now, this.maxAgeMs, load, (value) => {
+        // Unless a change or a read after the bound replaced it meanwhile.
+        if (kept.get(key) === held) kept.set(key, { at: now, value });
+      });
       return held.value as Promise<T>;
     }
     const value = load();

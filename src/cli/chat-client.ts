@@ -43,6 +43,19 @@ export async function api<T>(
   route: string,
   body?: unknown,
 ): Promise<T> {
+  const text = await (await request(server, token, method, route, body)).text();
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** One request, its answer unread unless it has an error status (then thrown, as api's). */
+async function request(
+  server: string,
+  token: string | undefined,
+  method: string,
+  route: string,
+  body?: unknown,
+  accept?: string,
+): Promise<Response> {
   let res: Response;
   try {
     res = await fetch(new URL(route, server), {
@@ -50,15 +63,15 @@ export async function api<T>(
       headers: {
         ...(token && { authorization: `Bearer ${token}` }),
         ...(body !== undefined && { "content-type": "application/json" }),
+        ...(accept && { accept }),
       },
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
   } catch (err) {
     throw unreachable(server, err);
   }
-  const text = await res.text();
-  if (!res.ok) throw refusal(res, text, token, `${method} ${route}`);
-  return (text ? JSON.parse(text) : undefined) as T;
+  if (!res.ok) throw refusal(res, await res.text(), token, `${method} ${route}`);
+  return res;
 }
 
 /** The error an answer with an error status is: a refused token, else the server's message. */
@@ -127,24 +140,8 @@ export async function sendMessage(
  */
 async function createChat(c: ChatClient, text: string): Promise<Sent> {
   const route = "/api/v1/chats";
-  let res: Response;
-  try {
-    res = await fetch(new URL(route, c.server), {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${c.token}`,
-        "content-type": "application/json",
-        accept: "text/event-stream",
-      },
-      body: JSON.stringify({
-        message: text,
-        ...(c.workspaceId && { workspace_id: c.workspaceId }),
-      }),
-    });
-  } catch (err) {
-    throw unreachable(c.server, err);
-  }
-  if (!res.ok) throw refusal(res, await res.text(), c.token, `POST ${route}`);
+  const body = { message: text, ...(c.workspaceId && { workspace_id: c.workspaceId }) };
+  const res = await request(c.server, c.token, "POST", route, body, "text/event-stream");
   if (res.body === null || !res.headers.get("content-type")?.startsWith("text/event-stream")) {
     // A server from before the create could answer with a stream: its JSON answer.
     const chat = JSON.parse(await res.text()) as { id: string };
