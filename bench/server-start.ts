@@ -33,7 +33,10 @@ async function cpuMsOf(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
-let nextPort = 20_000 + Math.floor(Math.random() * 20_000);
+// Health is polled before the `listening on` line shows the address, so the port is chosen here:
+// below Linux's ephemeral range (32768 up), where another process's outgoing connection cannot
+// hold it (one did, in a run: EADDRINUSE).
+let nextPort = 20_000 + Math.floor(Math.random() * 12_000);
 
 /** One start on `dataDir` until health answers and the listening line is out; then a stop. */
 async function start(
