@@ -43,7 +43,8 @@ import {
   type Stats,
 } from "./support.ts";
 
-const { turns, warmup } = numberFlags({ turns: 30, warmup: 5 });
+// 200 turns: the p99 is then the 2nd-slowest turn, not the slowest of 30.
+const { turns, warmup } = numberFlags({ turns: 200, warmup: 20 });
 const baseUrl = process.env.TETHER_BENCH_DATABASE_URL ?? process.env.TETHER_TEST_DATABASE_URL;
 if (!baseUrl) {
   console.log(
@@ -193,7 +194,11 @@ const inMemory: System = {
   tearDown: async () => {},
 };
 
-function tetherSystem(): System {
+/**
+ * Tether from the checkout at `root` (this one unless an A/B run names others), on its own
+ * database `database`.
+ */
+function tetherSystem(root = ROOT, database = names.tether, label = ""): System {
   let server: Awaited<ReturnType<typeof startChild>> | undefined;
   let api = "";
   let token = "";
@@ -249,15 +254,15 @@ function tetherSystem(): System {
     }
   };
   return {
-    name: "Tether: API → durable loop → SSE",
-    database: names.tether,
+    name: `Tether: API → durable loop → SSE${label}`,
+    database,
     setUp: async () => {
-      await recreate(names.tether);
+      await recreate(database);
       const dataDir = await mkdtemp(path.join(os.tmpdir(), "tether-bench-data-"));
       process.env.TETHER_SECRET_KEY = randomBytes(32).toString("base64");
-      server = await startChild(path.join(ROOT, "bin/tether"), [
+      server = await startChild(path.join(root, "bin/tether"), [
         "server",
-        ...["--listen", "127.0.0.1:0", "--postgres-url", dbUrl(names.tether)],
+        ...["--listen", "127.0.0.1:0", "--postgres-url", dbUrl(database)],
         ...["--data-dir", dataDir, "--no-local-workspace", "--log-level", "warn"],
       ]);
       api = server.url;
@@ -437,7 +442,15 @@ const load = () =>
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
-const systems = [inMemory, tetherSystem(), dbosSystem(), langgraphSystem()];
+// BENCH_TETHER_ROOTS=/a,/b: an A/B run of two (or more) checkouts of Tether, each with its
+// own server and database, their turns interleaved with the in-memory loop's (the reference
+// systems left out). Each checkout needs its node_modules and a first `bin/tether --help`.
+const roots = process.env.BENCH_TETHER_ROOTS?.split(",").filter(Boolean) ?? [];
+const abDatabases = roots.map((_, i) => `${names.tether}_${i}`);
+const systems =
+  roots.length > 0
+    ? [inMemory, ...roots.map((r, i) => tetherSystem(r, abDatabases[i], ` (${r})`))]
+    : [inMemory, tetherSystem(), dbosSystem(), langgraphSystem()];
 console.log(`load average at start: ${load()} (${os.cpus().length} cores)`);
 try {
   const results = await measureAll(systems);
@@ -454,9 +467,16 @@ try {
     );
   }
   const t = results.get(systems[1]!.name)!;
+  const met = (ok: boolean) => (ok ? "MET" : "NOT MET");
+  const ratio = (x: number, of: number) => `${fmt(x / of, 2)}x ${met(x / of <= 1.6)}`;
   console.log(
-    `target: Tether within 1.6x of in-memory (median): ${fmt(t.stats.median / base.median, 2)}x ${t.stats.median / base.median <= 1.6 ? "MET" : "NOT MET"}; commits per turn <= 8: ${fmt(t.xactPerTurn ?? NaN, 1)} ${(t.xactPerTurn ?? Infinity) <= 8 ? "MET" : "NOT MET"}`,
+    `target: Tether within 1.6x of in-memory: median ${ratio(t.stats.median, base.median)}, p99 ${ratio(t.stats.p99, base.p99)}; commits per turn <= 8: ${fmt(t.xactPerTurn ?? NaN, 1)} ${met((t.xactPerTurn ?? Infinity) <= 8)}`,
   );
+  const references = systems.slice(2).map((s) => results.get(s.name)!.stats);
+  if (roots.length === 0)
+    console.log(
+      `target: Tether ahead of DBOS and LangGraph: median ${met(references.every((r) => t.stats.median < r.median))}, p99 ${met(references.every((r) => t.stats.p99 < r.p99))}`,
+    );
   if (t.cpuMsPerTurn !== undefined)
     console.log(
       `Tether server CPU per turn: ${fmt(t.cpuMsPerTurn, 1)} ms (its process, over the measured turns; its background rounds while the other systems ran included)`,
@@ -468,7 +488,7 @@ try {
   await fake.stop();
   await rm(agentDir, { recursive: true, force: true });
   await admin(async (c) => {
-    for (const n of Object.values(names))
+    for (const n of [...Object.values(names), ...abDatabases])
       await c.query(`DROP DATABASE IF EXISTS ${n} WITH (FORCE)`);
   });
 }
