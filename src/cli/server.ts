@@ -28,6 +28,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, Worker } from "../chatd/worker/
 import { WorkspaceServices } from "../workspaces/index.ts";
 import { defaultModelSpec, parseModelSpec } from "../model/index.ts";
 import { parseListen } from "./listen.ts";
+import { startIdleGc } from "./idle-gc.ts";
 import { createLogger, DEFAULT_LOG_LEVEL, type LogLevel } from "./log.ts";
 import { stopOnSignals } from "./signals.ts";
 import { LocalAgentSupervisor, type LocalAgent } from "./local-agent.ts";
@@ -99,6 +100,8 @@ export interface ServerOptions {
   webRoot?: string;
   /** How often idle template workspaces are looked for (default 10 s; tests use less). */
   lifecycleIntervalMs?: number;
+  /** Called on each API request and each agent request's end (runServer: the idle GC). */
+  onActivity?: () => void;
 }
 
 export interface RunningServer {
@@ -210,7 +213,11 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const metrics = createChatdMetrics(db);
   // The worker binds its ID as `replica` on its lines; agent requests are logged the same way.
   const workerId = randomUUID();
-  const onRequest = agentRequestObserver(metrics, log.child({ replica: workerId }));
+  const observe = agentRequestObserver(metrics, log.child({ replica: workerId }));
+  const onRequest: typeof observe = (r) => {
+    o.onActivity?.();
+    observe(r);
+  };
   // Agents that dial out connect to this replica's hub; any replica reaches them through it.
   const agentHub = new AgentHub({
     db,
@@ -282,6 +289,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   let url: string;
   try {
     url = await api.listen({ host, port });
+    if (o.onActivity) api.server.on("request", o.onActivity);
     localAgent = await localAgentStarted;
   } catch (err) {
     await api.close();
@@ -335,7 +343,8 @@ export async function runServer(o: ServerOptions): Promise<void> {
   // and the commands it runs get the umask the server was started with, so workspace files are
   // made as the user expects.
   const childUmask = process.umask(0o077);
-  const started = startServer({ childUmask, ...o, webRoot });
+  const idleGc = startIdleGc();
+  const started = startServer({ childUmask, ...o, webRoot, onActivity: idleGc.poke });
   // A stop asked for while the server starts waits for the start, then closes: the default
   // action would kill it mid-initdb, or leave its local agent running without it.
   stopOnSignals(async () => (await started).close());
