@@ -43,7 +43,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Waits until `done()` (a loaded machine runs timers late), at most 5 s; it looks seldom, so its
- * own wake-ups keep the event loop quiet.
+ * own wake-ups leave the process quiet.
  */
 async function until(done: () => boolean): Promise<void> {
   for (const t0 = Date.now(); !done() && Date.now() - t0 < 5_000;) await sleep(QUIET_MS * 3);
@@ -66,7 +66,7 @@ describe("idle GC", () => {
     };
   }
 
-  it("collects a half-full young generation once the event loop has been quiet", async () => {
+  it("collects a half-full young generation once the process has been quiet", async () => {
     idle = startIdleGc(QUIET_MS);
     fillYoung(0.6);
     const watch = watchScavenges();
@@ -78,7 +78,7 @@ describe("idle GC", () => {
     expect(youngShare()).toBeLessThan(0.5);
   });
 
-  it("waits while the event loop is busy, then collects", async () => {
+  it("waits while the process is busy, then collects", async () => {
     const r = recording();
     idle = startIdleGc(QUIET_MS, r.collect);
     fillYoung(0.6);

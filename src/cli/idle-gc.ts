@@ -4,8 +4,8 @@
 // mark-compact 4–13 ms, a sixth of the turns had one, and the slowest had both
 // (docs/performance.md, twentieth round). So, as a browser does between frames, the server
 // collects once it has had almost nothing to do for a moment: the young generation when it is
-// half full, the old one when it grew by a tenth since its last full collection (V8 started its
-// own at about a third). Activity arms the check (`poke`): an idle server is not woken for it,
+// half full, the old one when it grew by a tenth since its last full collection (V8's own came
+// at a third more, or later). Activity arms the check (`poke`): an idle server is not woken for it,
 // and a busy one, never quiet that long, collects as V8 decides.
 
 import { performance } from "node:perf_hooks";
@@ -44,7 +44,7 @@ export function v8Collect(): Collect {
 /** What space `name` holds, and what it can hold before V8 must collect or grow it. */
 function space(name: "new_space" | "old_space"): { used: number; capacity: number } {
   const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === name);
-  // For the young generation, the semi-space allocation goes to (space_size counts both).
+  // The young generation's capacity is the semi-space it allocates in (space_size counts both).
   return {
     used: s?.space_used_size ?? 0,
     capacity: (s?.space_used_size ?? 0) + (s?.space_available_size ?? 0),
