@@ -34,11 +34,19 @@ export interface IdleGc {
   readonly stop: () => void;
 }
 
-/** Through the process's `gc()`, which V8 exposes once asked to (node's --expose-gc sets it). */
+/**
+ * Through the process's `gc()`, which V8 exposes once asked to (node's --expose-gc sets it) in a
+ * new context: made at the first collection, not at start-up (a context costs milliseconds).
+ */
 export function v8Collect(): Collect {
-  v8.setFlagsFromString("--expose-gc");
-  const gc = vm.runInNewContext("gc") as (o: { type: string; execution: "sync" }) => void;
-  return (type) => gc({ type, execution: "sync" });
+  let gc: ((o: { type: string; execution: "sync" }) => void) | undefined;
+  return (type) => {
+    if (!gc) {
+      v8.setFlagsFromString("--expose-gc");
+      gc = vm.runInNewContext("gc") as typeof gc;
+    }
+    gc!({ type, execution: "sync" });
+  };
 }
 
 /** What space `name` holds, and what it can hold before V8 must collect or grow it. */
