@@ -6,6 +6,7 @@
 
 import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { createDemoModel } from "./demo.ts";
+import { httpFetch } from "./http-fetch.ts";
 
 /** A model as the AI SDK's providers make it (interface version 3): what streamStep calls. */
 export type LanguageModel = LanguageModelV3;
@@ -123,7 +124,8 @@ export async function createLanguageModel(
 ): Promise<LanguageModel> {
   const apiKey = nonEmpty(config.apiKey) ?? nonEmpty(env[TETHER_MODEL_API_KEY]);
   const baseURL = nonEmpty(config.baseUrl);
-  const settings = { ...(apiKey && { apiKey }), ...(baseURL && { baseURL }) };
+  // Every provider's requests go out through node:http (http-fetch.ts).
+  const settings = { fetch: httpFetch, ...(apiKey && { apiKey }), ...(baseURL && { baseURL }) };
   switch (config.provider) {
     case "anthropic":
       return (await import("@ai-sdk/anthropic")).createAnthropic(settings)(config.model);
@@ -146,6 +148,7 @@ export async function createLanguageModel(
         name: "openai-compatible",
         baseURL,
         includeUsage: true,
+        fetch: httpFetch,
         ...(apiKey && { apiKey }),
       }).chatModel(config.model);
     }

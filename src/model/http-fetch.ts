@@ -1,0 +1,210 @@
+// The fetch every provider is given (registry.ts): a provider's request — POST of a string or
+// bytes to an http(s) URL — goes out through node:http(s), and anything else through the
+// runtime's fetch. undici's fetch cost 0.5–0.6 ms more CPU per model step than node:http with
+// the same AI SDK parsing on top (a fifth of a step's CPU; docs/performance.md), on the thread
+// that runs every chat of a replica. What a provider sees of the answer is what fetch gives: a
+// Response whose body streams as the bytes arrive, decoded when the server compressed it; a
+// connection that fails rejects with fetch's `TypeError("fetch failed")` and the cause, which
+// the AI SDK reports as a retryable "Cannot connect to API"; a body cut short errors the
+// stream; an abort rejects with the signal's reason. A redirect is left to the runtime's fetch,
+// which follows it.
+
+import http from "node:http";
+import https from "node:https";
+import type { Readable } from "node:stream";
+import zlib from "node:zlib";
+
+/** Bytes the body holds before the socket is paused until the provider reads. */
+const BODY_HIGH_WATER_BYTES = 64 * 1024;
+/** Statuses whose response has no body (fetch refuses to build one with a body). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+type RequestBody = string | Uint8Array | ArrayBuffer | undefined;
+
+export const httpFetch: typeof fetch = (input, init) => {
+  const url = input instanceof URL ? input : typeof input === "string" ? parseUrl(input) : null;
+  const body = init?.body ?? undefined;
+  if (
+    url === null ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    !isPlainBody(body) ||
+    (init?.redirect !== undefined && init.redirect !== "follow")
+  ) {
+    return fetch(input, init);
+  }
+  return request(url, init ?? {}, body, () => fetch(input, init));
+};
+
+function parseUrl(s: string): URL | null {
+  try {
+    return new URL(s);
+  } catch {
+    return null;
+  }
+}
+
+function isPlainBody(body: unknown): body is RequestBody {
+  return (
+    body === undefined ||
+    typeof body === "string" ||
+    body instanceof Uint8Array ||
+    body instanceof ArrayBuffer
+  );
+}
+
+function request(
+  url: URL,
+  init: RequestInit,
+  body: RequestBody,
+  redirected: () => Promise<Response>,
+): Promise<Response> {
+  const signal = init.signal ?? undefined;
+  if (signal?.aborted) return Promise.reject(signal.reason as Error);
+  const bytes =
+    body === undefined
+      ? undefined
+      : typeof body === "string"
+        ? Buffer.from(body)
+        : body instanceof ArrayBuffer
+          ? Buffer.from(body)
+          : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const headers = headerRecord(init.headers);
+  if (bytes !== undefined) headers["content-length"] = String(bytes.length);
+  return new Promise<Response>((resolve, reject) => {
+    let response: http.IncomingMessage | undefined;
+    /** An abort's: the pending answer rejects (the body errors, once it is read) with the reason. */
+    let fail = (err: Error): void => reject(err);
+    const onAbort = (): void => {
+      const reason = signal!.reason as Error;
+      fail(reason);
+      req.destroy(reason);
+      response?.destroy(reason);
+    };
+    const done = (): void => signal?.removeEventListener("abort", onAbort);
+    const req = (url.protocol === "https:" ? https : http).request(
+      url,
+      { method: init.method ?? "GET", headers },
+      (res) => {
+        response = res;
+        const status = res.statusCode ?? 0;
+        if (status >= 300 && status < 400 && res.headers.location !== undefined) {
+          res.resume();
+          done();
+          redirected().then(resolve, reject);
+          return;
+        }
+        if (NULL_BODY.has(status)) {
+          res.resume();
+          done();
+          resolve(
+            new Response(null, {
+              status,
+              statusText: res.statusMessage,
+              headers: responseHeaders(res),
+            }),
+          );
+          return;
+        }
+        const stream = bodyStream(res, done);
+        resolve(
+          new Response(stream.body, {
+            status,
+            statusText: res.statusMessage,
+            headers: responseHeaders(res),
+          }),
+        );
+        fail = stream.error;
+      },
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+    req.on("error", (err) => {
+      done();
+      // Before the answer: fetch's own words for a request that never got one.
+      if (response === undefined) reject(new TypeError("fetch failed", { cause: err }));
+    });
+    req.end(bytes);
+  });
+}
+
+/** The request's headers as node:http takes them (names lower-cased, as fetch sends them). */
+function headerRecord(h: RequestInit["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (h === undefined) return out;
+  if (h instanceof Headers || Array.isArray(h)) {
+    for (const [k, v] of new Headers(h)) out[k] = v;
+    return out;
+  }
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = String(v);
+  return out;
+}
+
+function responseHeaders(res: http.IncomingMessage): Headers {
+  const headers = new Headers();
+  const raw = res.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  return headers;
+}
+
+/**
+ * The response's body as a web stream, decoded as its content-encoding says; the socket is
+ * paused while BODY_HIGH_WATER_BYTES wait unread. A body that ends before its end errors the
+ * stream with fetch's `TypeError("terminated")`; `error` errors it (an abort) from outside.
+ */
+function bodyStream(
+  res: http.IncomingMessage,
+  done: () => void,
+): { body: ReadableStream<Uint8Array>; error: (err: unknown) => void } {
+  const source = decoded(res);
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let finished = false;
+  const error = (err: unknown): void => {
+    if (finished) return;
+    finished = true;
+    done();
+    controller.error(err);
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        source.on("data", (chunk: Buffer) => {
+          c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if ((c.desiredSize ?? 0) <= 0) source.pause();
+        });
+        source.on("end", () => {
+          if (finished) return;
+          finished = true;
+          done();
+          c.close();
+        });
+        // node:http errors a message cut short ("aborted"); a decoder passes that on.
+        source.on("error", (err) => error(new TypeError("terminated", { cause: err })));
+      },
+      pull() {
+        source.resume();
+      },
+      cancel() {
+        finished = true;
+        done();
+        res.destroy();
+      },
+    },
+    { highWaterMark: BODY_HIGH_WATER_BYTES, size: (chunk) => chunk.byteLength },
+  );
+  return { body, error };
+}
+
+function decoded(res: http.IncomingMessage): Readable {
+  const encoding = res.headers["content-encoding"]?.trim().toLowerCase();
+  const decoder =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? zlib.createGunzip()
+      : encoding === "deflate"
+        ? zlib.createInflate()
+        : encoding === "br"
+          ? zlib.createBrotliDecompress()
+          : undefined;
+  if (decoder === undefined) return res;
+  res.on("error", (err) => decoder.destroy(err));
+  return res.pipe(decoder);
+}
