@@ -1,18 +1,19 @@
 // The bearer check's token lookups, held briefly by each replica (docs/performance.md), under the
-// rule of the config cache (src/chatd/config-cache.ts): a change of a token or of its user that
-// the check reads — a revoked token, a logout, a disabled user, a role change, a deletion —
-// notifies every replica (triggers, migration 052, channel `tether_config`) and each drops every
-// token it holds. Held lookups are served only while this replica's listening connection is up:
-// until it first listens, and from a drop until it is back (dropping what it held then), every
-// request reads. A lookup is also read again once TOKEN_CACHE_MS old, so a notification lost
-// without the connection noticing goes unseen that long at most; one in use is read again behind
-// the one served once half that old, so a busy client's requests never wait for it. Unknown
-// tokens are never held.
+// rule of the config cache (src/chatd/config-cache.ts; read-behind.ts): a change of a token or of
+// its user that the check reads — a revoked token, a logout, a disabled user, a role change, a
+// deletion — notifies every replica (triggers, migration 052, channel `tether_config`) and each
+// drops every token it holds. Held lookups are served only while this replica's listening
+// connection is up: until it first listens, and from a drop until it is back (dropping what it held
+// then), every request reads. A lookup is also read again once TOKEN_CACHE_MS old, so a
+// notification lost without the connection noticing goes unseen that long at most; one in use is
+// read again behind the one served once half that old, so a busy client's requests never wait for
+// it. Unknown tokens are never held.
 // The caller checks expiry and the session idle rule against the clock on every use, and reads
 // again before it refuses a held token (auth.ts).
 
 import { realClock, type Clock } from "../contract/index.ts";
-import { CONFIG_CHANNEL, readBehind, type HeldEntry } from "../chatd/config-cache.ts";
+import { CONFIG_CHANNEL } from "../chatd/config-cache.ts";
+import { readBehind, type HeldEntry } from "../chatd/read-behind.ts";
 import type { Database } from "../chatd/db/index.ts";
 
 /** How long a held lookup is used before it is read again even without a notification. */

@@ -10,42 +10,14 @@
 
 import { realClock, type Clock } from "../contract/index.ts";
 import type { Database } from "./db/index.ts";
+import { readBehind, type HeldEntry } from "./read-behind.ts";
 
 /** The channel the triggers notify; the payload is the table's name. */
 export const CONFIG_CHANNEL = "tether_config";
 /** How long a held row is used before it is read again even without a notification. */
 export const CONFIG_CACHE_MS = 10_000;
 
-/** A held entry: read at `at`; `refreshing` while a read behind it is in flight. */
-export interface HeldEntry<T> {
-  at: number;
-  value: Promise<T>;
-  refreshing?: boolean;
-}
-
 type Entry = HeldEntry<unknown>;
-
-/**
- * The rule of an entry in use, here and in the token cache (api/token-cache.ts): once `entry` is
- * more than half of `maxAgeMs` old at `now`, it is read again behind the one served (`load`, one
- * read at a time), and `keep` is given the new read once it succeeds; a failed one is tried again
- * by the next use. The caller serves `entry` only while it is at most `maxAgeMs` old.
- */
-export function readBehind<T>(
-  entry: HeldEntry<T>,
-  now: number,
-  maxAgeMs: number,
-  load: () => Promise<T>,
-  keep: (value: Promise<T>, resolved: T) => void,
-): void {
-  if (now - entry.at <= maxAgeMs / 2 || entry.refreshing) return;
-  entry.refreshing = true;
-  const value = load();
-  value.then(
-    (resolved) => keep(value, resolved),
-    () => (entry.refreshing = false),
-  );
-}
 
 export class ConfigCache {
   readonly #tables = new Map<string, Map<string, Entry>>();
