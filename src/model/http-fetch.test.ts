@@ -1,10 +1,12 @@
 import { APICallError } from "@ai-sdk/provider";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { spawn } from "node:child_process";
 import http from "node:http";
+import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { httpFetch } from "./http-fetch.ts";
+import { boundedFetch, httpFetch } from "./http-fetch.ts";
 import { streamStep } from "./step.ts";
 
 const servers: http.Server[] = [];
@@ -158,6 +160,49 @@ describe("httpFetch", () => {
     expect(await (await httpFetch(`${url}/old`, { method: "POST", body: "{}" })).text()).toBe(
       "zipped /new",
     );
+  });
+
+  it("keeps undici's bounds: no answer, a stalled body, a connection not made", async () => {
+    const bounds = { connectMs: 300, quietMs: 200 };
+    const url = await serve((req, res) => {
+      if (req.url === "/silent") return; // never answers
+      res.writeHead(200);
+      res.write("first"); // then stalls
+    });
+    const silent: unknown = await boundedFetch(`${url}/silent`, {}, bounds).catch(
+      (e: unknown) => e,
+    );
+    expect(silent).toBeInstanceOf(TypeError);
+    expect(((silent as TypeError).cause as { code?: string }).code).toBe("UND_ERR_HEADERS_TIMEOUT");
+
+    const stalled = await boundedFetch(`${url}/stalled`, {}, bounds);
+    const err: unknown = await stalled.text().catch((e: unknown) => e);
+    expect((err as TypeError).message).toBe("terminated");
+    expect(((err as TypeError).cause as { code?: string }).code).toBe("UND_ERR_BODY_TIMEOUT");
+
+    // A listener that never accepts, its queue full: the next connection is never made.
+    const py = spawn("python3", [
+      "-c",
+      "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(0)\n" +
+        "print(s.getsockname()[1],flush=True);time.sleep(60)",
+    ]);
+    try {
+      const port = await new Promise<number>((resolve) =>
+        py.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim()))),
+      );
+      const fillers = Array.from({ length: 4 }, () => net.connect(port, "127.0.0.1"));
+      fillers.forEach((f) => f.on("error", () => undefined));
+      await new Promise((r) => setTimeout(r, 100));
+      const refused: unknown = await boundedFetch(`http://127.0.0.1:${port}/`, {}, bounds).catch(
+        (e: unknown) => e,
+      );
+      expect(((refused as TypeError).cause as { code?: string }).code).toBe(
+        "UND_ERR_CONNECT_TIMEOUT",
+      );
+      fillers.forEach((f) => f.destroy());
+    } finally {
+      py.kill();
+    }
   });
 
   it("carries a provider's step, and a refused connection reaches it as retryable", async () => {

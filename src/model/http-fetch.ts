@@ -7,13 +7,18 @@
 // connection that fails rejects with fetch's `TypeError("fetch failed")` and the cause, which
 // the AI SDK reports as a retryable "Cannot connect to API"; a body cut short errors the
 // stream; an abort rejects with the signal's reason. A redirect is left to the runtime's fetch,
-// which follows it.
+// which follows it. undici's three bounds hold too, with its error codes (the failure words of
+// worker/failure.ts read them): a connection not made in 10 s, no byte of an answer in 300 s, a
+// body that stalls for 300 s.
 
 import http from "node:http";
 import https from "node:https";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 
+/** undici's bounds: a connection being made, then the socket quiet (before the answer, in it). */
+export const CONNECT_TIMEOUT_MS = 10_000;
+export const QUIET_TIMEOUT_MS = 300_000;
 /** Bytes the body holds before the socket is paused until the provider reads. */
 const BODY_HIGH_WATER_BYTES = 64 * 1024;
 /** Statuses whose response has no body (fetch refuses to build one with a body). */
@@ -21,7 +26,14 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 type RequestBody = string | Uint8Array | ArrayBuffer | undefined;
 
-export const httpFetch: typeof fetch = (input, init) => {
+export const httpFetch: typeof fetch = (input, init) => boundedFetch(input, init);
+
+/** httpFetch with other bounds than undici's (tests). */
+export function boundedFetch(
+  input: Parameters<typeof fetch>[0],
+  init?: RequestInit,
+  bounds?: Bounds,
+): Promise<Response> {
   const url = input instanceof URL ? input : typeof input === "string" ? parseUrl(input) : null;
   const body = init?.body ?? undefined;
   if (
@@ -32,8 +44,8 @@ export const httpFetch: typeof fetch = (input, init) => {
   ) {
     return fetch(input, init);
   }
-  return request(url, init ?? {}, body, () => fetch(input, init));
-};
+  return request(url, init ?? {}, body, () => fetch(input, init), bounds);
+}
 
 function parseUrl(s: string): URL | null {
   try {
@@ -41,6 +53,10 @@ function parseUrl(s: string): URL | null {
   } catch {
     return null;
   }
+}
+
+function timeoutError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
 }
 
 function isPlainBody(body: unknown): body is RequestBody {
@@ -52,11 +68,18 @@ function isPlainBody(body: unknown): body is RequestBody {
   );
 }
 
+/** The bounds of a request (tests shorten them). */
+export interface Bounds {
+  connectMs: number;
+  quietMs: number;
+}
+
 function request(
   url: URL,
   init: RequestInit,
   body: RequestBody,
   redirected: () => Promise<Response>,
+  bounds: Bounds = { connectMs: CONNECT_TIMEOUT_MS, quietMs: QUIET_TIMEOUT_MS },
 ): Promise<Response> {
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -117,6 +140,20 @@ function request(
       },
     );
     signal?.addEventListener("abort", onAbort, { once: true });
+    req.on("socket", (socket) => {
+      if (!socket.connecting) return; // a kept-alive connection
+      const timer = setTimeout(
+        () => socket.destroy(timeoutError("UND_ERR_CONNECT_TIMEOUT", "Connect Timeout Error")),
+        bounds.connectMs,
+      );
+      socket.once("connect", () => clearTimeout(timer));
+      socket.once("close", () => clearTimeout(timer));
+    });
+    req.setTimeout(bounds.quietMs, () => {
+      if (response === undefined)
+        req.destroy(timeoutError("UND_ERR_HEADERS_TIMEOUT", "Headers Timeout Error"));
+      else response.destroy(timeoutError("UND_ERR_BODY_TIMEOUT", "Body Timeout Error"));
+    });
     req.on("error", (err) => {
       done();
       // Before the answer: fetch's own words for a request that never got one.
