@@ -10,9 +10,10 @@ export interface HeldEntry<T> {
 }
 
 /**
- * Once `entry` is more than half of `maxAgeMs` old at `now`, it is read again behind the one served (`load`, one
- * read at a time), and `keep` is given the new read once it succeeds; a failed one is tried again
- * by the next use. The caller serves `entry` only while it is at most `maxAgeMs` old.
+ * Once `entry` is more than half of `maxAgeMs` old at `now`, it is read again behind the one
+ * served (`load`, one read at a time), and `keep` is given the new read once it succeeds; a
+ * failed one is tried again by the next use. The caller serves `entry` only while it is at most
+ * `maxAgeMs` old.
  */
 export function readBehind<T>(
   entry: HeldEntry<T>,

@@ -1,15 +1,15 @@
 // The fetch every provider is given (registry.ts): a provider's request — POST of a string or
-// bytes to an http(s) URL — goes out through node:http(s), and anything else through the
-// runtime's fetch. undici's fetch cost 0.2–0.6 ms more CPU per model step than node:http with
-// the same AI SDK parsing on top (`npm run bench:step`; a replica under load spent a tenth less
-// CPU per step, docs/performance.md), on the thread that runs every chat of a replica. What a provider sees of the answer is what fetch gives: a
-// Response whose body streams as the bytes arrive, decoded when the server compressed it; a
-// connection that fails rejects with fetch's `TypeError("fetch failed")` and the cause, which
-// the AI SDK reports as a retryable "Cannot connect to API"; a body cut short errors the
-// stream; an abort rejects with the signal's reason. A redirect is left to the runtime's fetch,
-// which follows it. undici's three bounds hold too, with its error codes (the failure words of
-// worker/failure.ts read them): a connection not made in 10 s, no byte of an answer in 300 s, a
-// body that stalls for 300 s.
+// bytes to an http(s) URL — goes out through node:http(s), and anything else through the runtime's
+// fetch. undici's fetch cost 0.2–0.6 ms more CPU per model step than node:http with the same AI
+// SDK parsing on top (`npm run bench:step`; a replica under load spent a tenth less CPU per step,
+// docs/performance.md), on the thread that runs every chat of a replica. What a provider sees of
+// the answer is what fetch gives: a Response whose body streams as the bytes arrive, decoded when
+// the server compressed it; a connection that fails rejects with fetch's `TypeError("fetch
+// failed")` and the cause, which the AI SDK reports as a retryable "Cannot connect to API"; a body
+// cut short errors the stream; an abort rejects with the signal's reason. A redirect is left to
+// the runtime's fetch, which follows it. undici's three bounds hold too, with its error codes (the
+// failure words of worker/failure.ts read them): a connection not made in 10 s, no byte of an
+// answer in 300 s, a body that stalls for 300 s.
 
 import http from "node:http";
 import https from "node:https";
@@ -95,7 +95,7 @@ function request(
   if (bytes !== undefined) headers["content-length"] = String(bytes.length);
   return new Promise<Response>((resolve, reject) => {
     let response: http.IncomingMessage | undefined;
-    /** An abort's: the pending answer rejects (the body errors, once it is read) with the reason. */
+    /** On an abort: the answer rejects, or its body errors once read, with the reason. */
     let fail = (err: Error): void => reject(err);
     const onAbort = (): void => {
       const reason = signal!.reason as Error;
