@@ -6,6 +6,7 @@ import type { ContextSnapshot } from "./prompt/index.ts";
 import {
   RECENT_SNAPSHOT_MS,
   RecentSnapshots,
+  sameJson,
   STEP_AHEAD_MAX_AGE_MS,
   StepAhead,
   type ModelRequest,
@@ -88,6 +89,35 @@ describe("a model step sent ahead", () => {
     }
   });
 
+  it("is taken by an equal request built anew, and dropped for one byte of a long history", async () => {
+    const history = (last: string): ModelRequest => ({
+      system: "You are a test.",
+      messages: Array.from({ length: 200 }, (_, i) => ({
+        role: "tool" as const,
+        content: [
+          {
+            type: "tool-result" as const,
+            toolCallId: `call_${i}`,
+            toolName: "execute",
+            output: { type: "text" as const, value: i === 199 ? last : `output ${i}\n`.repeat(50) },
+          },
+        ],
+      })),
+    });
+    for (const [asked, taken] of [
+      ["the end", true],
+      ["the enD", false],
+    ] as const) {
+      const { model, calls } = recordingModel({ hang: !taken });
+      const ahead = new StepAhead(model, history("the end"), new ManualClock());
+      await until(() => calls.length === 1);
+      const parts = ahead.take(model, history(asked), new AbortController().signal);
+      expect(parts !== undefined).toBe(taken);
+      if (parts) expect((await read(parts)).at(-1)?.type).toBe("finish");
+      else expect(calls[0]!.abortSignal!.aborted).toBe(true);
+    }
+  });
+
   it("a step nobody takes is aborted when dropped", async () => {
     const { model, calls } = recordingModel({ hang: true });
     const ahead = new StepAhead(model, request("hello"), new ManualClock());
@@ -158,3 +188,61 @@ describe("the snapshots a replica sent each model last", () => {
     expect(recent.recall(a, "w1")).toBeUndefined();
   });
 });
+
+describe("sameJson", () => {
+  type Obj = Record<string, unknown>;
+  const base = (): Obj => ({
+    role: "assistant",
+    content: [
+      { type: "text", text: "ok", providerOptions: undefined },
+      { type: "tool-call", toolCallId: "c1", toolName: "execute", input: { command: "ls", n: 1 } },
+    ],
+    at: new Date(0),
+  });
+  const parts = (v: Obj) => v.content as Obj[];
+  const input = (v: Obj) => parts(v)[1]!.input as Obj;
+  /** Single changes of a leaf, key or element of base(). */
+  const changes: ((v: Obj) => void)[] = [
+    (v) => (v.role = "user"),
+    (v) => (parts(v)[0]!.text = "ok "),
+    (v) => (input(v).n = 2),
+    (v) => (input(v).n = "1"),
+    (v) => (input(v).extra = null),
+    (v) => delete input(v).command,
+    (v) => (parts(v)[0]!.providerOptions = {}),
+    (v) => parts(v).reverse(),
+    (v) => parts(v).pop(),
+    (v) => (v.at = new Date(1)),
+    (v) => (v.content = {}),
+    // Changes JSON does not see: undefined and functions are left out, key order aside.
+    (v) => (input(v).gone = undefined),
+    (v) => (v.f = () => 1),
+    (v) => {
+      const { role, ...rest } = v;
+      for (const k of Object.keys(v)) delete v[k];
+      Object.assign(v, rest, { role });
+    },
+  ];
+
+  it("is true exactly when the two values' JSON is the same (up to key order)", () => {
+    expect(sameJson(base(), base())).toBe(true);
+    for (const change of changes) {
+      const changed = base();
+      change(changed);
+      const sameText = JSON.stringify(sortedKeys(base())) === JSON.stringify(sortedKeys(changed));
+      expect(sameJson(base(), changed)).toBe(sameText);
+      expect(sameJson(changed, base())).toBe(sameText);
+    }
+  });
+});
+
+/** A copy of `v` with every object's keys sorted, so its JSON does not depend on their order. */
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys);
+  if (v instanceof Date || typeof v !== "object" || v === null) return v;
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, sortedKeys((v as Record<string, unknown>)[k])]),
+  );
+}
