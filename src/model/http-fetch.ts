@@ -34,7 +34,12 @@ export function boundedFetch(
   init?: RequestInit,
   bounds?: Bounds,
 ): Promise<Response> {
-  const url = input instanceof URL ? input : typeof input === "string" ? parseUrl(input) : null;
+  const url =
+    input instanceof URL
+      ? input
+      : typeof input === "string" && URL.canParse(input)
+        ? new URL(input)
+        : null;
   const body = init?.body ?? undefined;
   if (
     url === null ||
@@ -45,14 +50,6 @@ export function boundedFetch(
     return fetch(input, init);
   }
   return request(url, init ?? {}, body, () => fetch(input, init), bounds);
-}
-
-function parseUrl(s: string): URL | null {
-  try {
-    return new URL(s);
-  } catch {
-    return null;
-  }
 }
 
 function timeoutError(code: string, message: string): Error {
