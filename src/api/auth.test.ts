@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { describeDatabases } from "../../test/support/db.ts";
 import { StreamBuffer } from "../chatd/stream.ts";
 import { createApi } from "./app.ts";
-import { hashPassword, hashToken, verifyPassword } from "./auth.ts";
+import { hashPassword, hashToken, verifyPassword } from "./credentials.ts";
 import { startTestApi, type TestApi } from "./test-support.ts";
 
 describe("passwords and tokens at rest", () => {

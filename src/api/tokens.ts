@@ -10,7 +10,8 @@ import { z } from "zod";
 import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
-import { caller, issueToken, staff } from "./auth.ts";
+import { caller, staff } from "./auth.ts";
+import { issueToken } from "./credentials.ts";
 import { ApiError, IdParams, notFound, parse, Uuid } from "./errors.ts";
 import { tokenView } from "./views.ts";
 

@@ -13,15 +13,8 @@ import type { Queryable } from "../chatd/db/index.ts";
 import { realClock } from "../contract/index.ts";
 import type { ApiContext } from "./context.ts";
 import { audit } from "./audit.ts";
-import {
-  caller,
-  Email,
-  hashPassword,
-  issueToken,
-  Password,
-  staff,
-  verifyPassword,
-} from "./auth.ts";
+import { caller, Email, Password, staff } from "./auth.ts";
+import { hashPassword, issueToken, verifyPassword } from "./credentials.ts";
 import { ApiError, IdParams, notFound, parse } from "./errors.ts";
 import { DEFAULT_THROTTLE, LoginThrottle } from "./throttle.ts";
 import { rowToUser, type User } from "./views.ts";
