@@ -1,12 +1,8 @@
 import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  AgentClient,
-  AgentTimeoutError,
-  type AgentRequestRecord,
-  type ToolCall,
-} from "./client.ts";
+import { AgentClient } from "./client.ts";
+import { AgentTimeoutError, type AgentRequestRecord, type ToolCall } from "./exchange.ts";
 import type { Clock } from "./clock.ts";
 import { AgentHttpError, ToolCallError } from "./errors.ts";
 import { AgentConnectionError } from "./transport.ts";

@@ -6,6 +6,13 @@ export * from "./errors.ts";
 export * from "./headers.ts";
 export * from "./types.ts";
 export * from "./client.ts";
+export {
+  AgentTimeoutError,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type AgentRequestRecord,
+  type CallOptions,
+  type ToolCall,
+} from "./exchange.ts";
 export * from "./transport.ts";
 export * from "./dialout.ts";
 export * from "./assert.ts";
