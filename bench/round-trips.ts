@@ -20,7 +20,7 @@ export class CountingDatabase implements Database {
    * commits on its own, as pg_stat_database's xact_commit counts it).
    */
   commits = 0;
-  /** Counting is off until start(). */
+  /** Counting is on between start() and stop(); the counts add up over every such span. */
   #on = false;
 
   constructor(db: Database) {
@@ -29,8 +29,6 @@ export class CountingDatabase implements Database {
   }
 
   start(): void {
-    this.counts.clear();
-    this.commits = 0;
     this.#on = true;
   }
 
