@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirst } from "./test/support/sequencer.ts";
 
 // Three projects, so a change can be checked in seconds (`npx vitest run --project unit`):
 // - unit: pure functions and in-process servers with no database and no child process;
@@ -82,6 +83,8 @@ export default defineConfig({
     // Most e2e files wait on child processes and sockets: with two files at a time a quarter of
     // the two cores stayed idle (667 s); with three, under 5 % (548 s).
     maxWorkers: 3,
+    // The longest files first (test/durations.json stands in for the last run's on a fresh clone).
+    sequence: { sequencer: LongestFirst },
     projects: [
       // Unit and database files share their modules within a worker (isolate: false): each
       // file re-importing the sources and opening its own PGlite cost more than its tests.
