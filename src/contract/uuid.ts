@@ -1,7 +1,7 @@
 // The tool call UUID (CONTRACT.md 3): both sides derive it from the tool call, so chatd can
 // address the process a call started even when it never received the start answer.
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { ChatId, MessageId, ToolCallUuid } from "./ids.ts";
 
 /** UUIDv5 of the URL namespace and `https://coder.com/workspace-agent/tool-call`. */
@@ -21,14 +21,15 @@ export function toolCallUuid(
     typeof providerToolCallId === "string"
       ? Buffer.from(providerToolCallId, "utf8")
       : providerToolCallId;
-  const name = Buffer.alloc(24 + idBytes.length);
-  name.write(chatId.replaceAll("-", ""), 0, 16, "hex");
-  name.writeBigUInt64BE(messageId, 16);
-  name.set(idBytes, 24);
   // UUIDv5 (RFC 9562): SHA-1 of namespace and name, version 5, RFC variant.
-  const hash = createHash("sha1").update(NAMESPACE_BYTES).update(name).digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const hex = hash.toString("hex", 0, 16);
+  const input = Buffer.alloc(16 + 24 + idBytes.length);
+  NAMESPACE_BYTES.copy(input, 0);
+  input.write(chatId.replaceAll("-", ""), 16, 16, "hex");
+  input.writeBigUInt64BE(messageId, 32);
+  input.set(idBytes, 40);
+  const digest = hash("sha1", input, "buffer");
+  digest[6] = (digest[6]! & 0x0f) | 0x50;
+  digest[8] = (digest[8]! & 0x3f) | 0x80;
+  const hex = digest.toString("hex", 0, 16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` as ToolCallUuid;
 }
