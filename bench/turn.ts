@@ -176,6 +176,8 @@ interface System {
   tearDown(): Promise<void>;
   /** The process serving it, whose CPU time is counted (a system in this process has none). */
   pid?(): number | undefined;
+  /** Lines about its last `turns` turns, read once it is torn down (its database is kept). */
+  report?(): Promise<string[]>;
 }
 
 const inMemory: System = {
@@ -204,6 +206,8 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
   let token = "";
   let workspaceId = "";
   let modelId = "";
+  /** Every turn's chat, in order (the stream's opening `chat` event names it). */
+  const chats: string[] = [];
   const call = async (method: string, p: string, body?: unknown): Promise<unknown> => {
     const r = await fetch(`${api}${p}`, {
       method,
@@ -236,6 +240,7 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
       let waitingAt: number | undefined;
       const parser = createParser({
         onEvent: (e) => {
+          if (e.event === "chat") chats.push((JSON.parse(e.data) as { id: string }).id);
           if (e.event !== "status") return;
           const s = (JSON.parse(e.data) as { status: string }).status;
           if (s === "error") throw new Error("a chat ended in error");
@@ -290,6 +295,28 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
       await server?.stop();
     },
     pid: () => server?.proc.pid,
+    report: async () => {
+      // The server's side of each measured turn on the database clock (transaction starts):
+      // from the create to the last commit, and when each message in between committed.
+      const c = new pg.Client({ connectionString: dbUrl(database) });
+      await c.connect();
+      const r = await c
+        .query<{ span: number; at: number[] }>(
+          `SELECT extract(epoch FROM c.updated_at - c.created_at) * 1000 AS span,
+                  array_agg(extract(epoch FROM m.created_at - c.created_at) * 1000 ORDER BY m.id) AS at
+           FROM chats c JOIN chat_messages m ON m.chat_id = c.id
+           WHERE c.id = ANY($1) GROUP BY c.id ORDER BY span`,
+          [chats.slice(-turns)],
+        )
+        .finally(() => c.end());
+      const turn = (q: number) => {
+        const t = r.rows[Math.min(r.rows.length - 1, Math.ceil(q * r.rows.length) - 1)]!;
+        return `${fmt(Number(t.span), 1)} ms (commits at ${t.at.map((x) => fmt(Number(x), 1)).join(", ")})`;
+      };
+      return [
+        `Tether's server side, create to last commit (database clock): median ${turn(0.5)}, p99 ${turn(0.99)}`,
+      ];
+    },
   };
 }
 
@@ -481,6 +508,7 @@ try {
     console.log(
       `Tether server CPU per turn: ${fmt(t.cpuMsPerTurn, 1)} ms (its process, over the measured turns; its background rounds while the other systems ran included)`,
     );
+  for (const s of systems) for (const l of (await s.report?.()) ?? []) console.log(l);
   console.log(`load average at end: ${load()}`);
 } finally {
   client.close();
