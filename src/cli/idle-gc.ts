@@ -37,49 +37,30 @@ export interface IdleGc {
 /**
  * Through the process's `gc()`, which V8 exposes once asked to (node's --expose-gc sets it) in a
  * new context: made at the first collection, not at start-up (a context costs milliseconds).
- * A full collection is `gc()` without options: on Node 20's V8 (11.3) any options object, even
- * `{type: "major"}`, runs a scavenge only — which the old generation's rule below ran for a
- * while, to no effect (twenty-second round).
  */
 export function v8Collect(): Collect {
-  let gc: ((o?: { type: "minor" }) => void) | undefined;
+  let gc: ((o: { type: string; execution: "sync" }) => void) | undefined;
   return (type) => {
     if (!gc) {
       v8.setFlagsFromString("--expose-gc");
       gc = vm.runInNewContext("gc") as typeof gc;
     }
-    if (type === "major") gc!();
-    else gc!({ type: "minor" });
+    gc!({ type, execution: "sync" });
   };
 }
 
-/** The young generation's use, and what it can hold before V8 must collect it. */
-function young(): { used: number; capacity: number } {
-  const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === "new_space");
-  // Its capacity is the semi-space it allocates in (space_size counts both).
+/** What space `name` holds, and what it can hold before V8 must collect or grow it. */
+function space(name: "new_space" | "old_space"): { used: number; capacity: number } {
+  const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === name);
+  // The young generation's capacity is the semi-space it allocates in (space_size counts both).
   return {
     used: s?.space_used_size ?? 0,
     capacity: (s?.space_used_size ?? 0) + (s?.space_available_size ?? 0),
   };
 }
 
-/** Spaces that are not the old generation: the young one's two, and the read-only one. */
-const NOT_OLD = new Set(["new_space", "new_large_object_space", "read_only_space"]);
-
-/**
- * The old generation's use, as V8 counts it against its limit: every space a full collection
- * sweeps — old objects, code, and large objects (a model request's body, a long history's
- * JSON) — not old_space alone.
- */
-function oldGeneration(): number {
-  let used = 0;
-  for (const s of v8.getHeapSpaceStatistics())
-    if (!NOT_OLD.has(s.space_name)) used += s.space_used_size;
-  return used;
-}
-
 export function startIdleGc(quietMs = IDLE_GC_QUIET_MS, collect = v8Collect()): IdleGc {
-  let oldAfterMajor = oldGeneration();
+  let oldAfterMajor = space("old_space").used;
   let timer: NodeJS.Timeout | undefined;
   let since = { at: 0, cpu: process.cpuUsage() };
   let stopped = false;
@@ -96,15 +77,15 @@ export function startIdleGc(quietMs = IDLE_GC_QUIET_MS, collect = v8Collect()): 
     const cpu = process.cpuUsage(since.cpu);
     const share = (cpu.user + cpu.system) / 1000 / (performance.now() - since.at);
     if (share > IDLE_CPU_SHARE) return poke(); // not quiet yet: look again
-    const old = oldGeneration();
+    const old = space("old_space").used;
     oldAfterMajor = Math.min(oldAfterMajor, old); // V8 collected it since, on its own
     if (old > oldAfterMajor * (1 + OLD_GROWTH_SHARE)) {
       collect("major");
-      oldAfterMajor = oldGeneration();
+      oldAfterMajor = space("old_space").used;
       return;
     }
-    const y = young();
-    if (y.used > y.capacity * YOUNG_USED_SHARE) collect("minor");
+    const young = space("new_space");
+    if (young.used > young.capacity * YOUNG_USED_SHARE) collect("minor");
   };
 
   return {
