@@ -86,10 +86,14 @@ export function startChild(
   });
 }
 
+/** The index of quantile `q` in `n` sorted samples (nearest rank). */
+export function rankOf(n: number, q: number): number {
+  return Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1));
+}
+
 export function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i]!;
+  return sorted[rankOf(sorted.length, q)]!;
 }
 
 export interface Stats {

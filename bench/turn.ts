@@ -35,6 +35,7 @@ import {
   cpuSeconds,
   fmt,
   numberFlags,
+  rankOf,
   ROOT,
   startAgent,
   startChild,
@@ -310,7 +311,7 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
         )
         .finally(() => c.end());
       const turn = (q: number) => {
-        const t = r.rows[Math.min(r.rows.length - 1, Math.ceil(q * r.rows.length) - 1)]!;
+        const t = r.rows[rankOf(r.rows.length, q)]!;
         return `${fmt(Number(t.span), 1)} ms (commits at ${t.at.map((x) => fmt(Number(x), 1)).join(", ")})`;
       };
       return [

@@ -113,27 +113,22 @@ function request(
           redirected().then(resolve, reject);
           return;
         }
+        let answer: ReadableStream<Uint8Array> | null = null;
         if (NULL_BODY.has(status)) {
           res.resume();
           done();
-          resolve(
-            new Response(null, {
-              status,
-              statusText: res.statusMessage,
-              headers: responseHeaders(res),
-            }),
-          );
-          return;
+        } else {
+          const stream = bodyStream(res, done);
+          answer = stream.body;
+          fail = stream.error;
         }
-        const stream = bodyStream(res, done);
         resolve(
-          new Response(stream.body, {
+          new Response(answer, {
             status,
             statusText: res.statusMessage,
             headers: responseHeaders(res),
           }),
         );
-        fail = stream.error;
       },
     );
     signal?.addEventListener("abort", onAbort, { once: true });

@@ -7,12 +7,13 @@ import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const dir = path.join(root, "node_modules/.vite/vitest");
-const caches = readdirSync(dir)
+const newest = readdirSync(dir)
   .map((d) => path.join(dir, d, "results.json"))
-  .filter((f) => statSync(f, { throwIfNoEntry: false }))
-  .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-if (caches.length === 0) throw new Error(`No vitest results under ${dir}: run npm test first.`);
-const { results } = JSON.parse(readFileSync(caches[0], "utf8"));
+  .map((file) => ({ file, mtimeMs: statSync(file, { throwIfNoEntry: false })?.mtimeMs }))
+  .filter((c) => c.mtimeMs !== undefined)
+  .sort((a, b) => b.mtimeMs - a.mtimeMs)[0];
+if (newest === undefined) throw new Error(`No vitest results under ${dir}: run npm test first.`);
+const { results } = JSON.parse(readFileSync(newest.file, "utf8"));
 const durations = Object.fromEntries(
   results
     .map(([key, r]) => [key, Math.round(r.duration / 100) / 10])
