@@ -3,10 +3,11 @@
 // most often a chat's turn: on a small virtual machine a scavenge there took 4–11 ms and a
 // mark-compact 4–13 ms, a sixth of the turns had one, and the slowest had both
 // (docs/performance.md, twentieth round). So, as a browser does between frames, the server
-// collects once it has had almost nothing to do for a moment: the young generation when it is
-// half full, the old one when it grew by a tenth since its last full collection (V8's own came
-// at a third more, or later). Activity arms the check (`poke`): an idle server is not woken for it,
-// and a busy one, never quiet that long, collects as V8 decides.
+// collects the young generation once it has had almost nothing to do for a moment and the
+// generation is half full. The old generation is left to V8: a full collection in each pause
+// made the turns slower, not faster (docs/performance.md, twenty-third round). Activity arms the
+// check (`poke`): an idle server is not woken for it, and a busy one, never quiet that long,
+// collects as V8 decides.
 
 import { performance } from "node:perf_hooks";
 import v8 from "node:v8";
@@ -22,11 +23,9 @@ export const IDLE_GC_QUIET_MS = 30;
 const IDLE_CPU_SHARE = 0.1;
 /** The young generation is collected once this share of it is in use. */
 const YOUNG_USED_SHARE = 0.5;
-/** The old generation is collected once it grew by this share since its last full collection. */
-const OLD_GROWTH_SHARE = 0.1;
 
-/** A collection of one generation: the young ("minor") or all of the heap ("major"). */
-export type Collect = (type: "minor" | "major") => void;
+/** A collection of the young generation (a scavenge). */
+export type Collect = () => void;
 
 export interface IdleGc {
   /** Something ran: collect once the process has been quiet for the quiet period. */
@@ -37,21 +36,23 @@ export interface IdleGc {
 /**
  * Through the process's `gc()`, which V8 exposes once asked to (node's --expose-gc sets it) in a
  * new context: made at the first collection, not at start-up (a context costs milliseconds).
+ * Given an options object, Node 20's V8 runs a scavenge whatever its type; Node 22's runs the
+ * type it is given.
  */
 export function v8Collect(): Collect {
-  let gc: ((o: { type: string; execution: "sync" }) => void) | undefined;
-  return (type) => {
+  let gc: ((o: { type: "minor"; execution: "sync" }) => void) | undefined;
+  return () => {
     if (!gc) {
       v8.setFlagsFromString("--expose-gc");
       gc = vm.runInNewContext("gc") as typeof gc;
     }
-    gc!({ type, execution: "sync" });
+    gc!({ type: "minor", execution: "sync" });
   };
 }
 
-/** What space `name` holds, and what it can hold before V8 must collect or grow it. */
-function space(name: "new_space" | "old_space"): { used: number; capacity: number } {
-  const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === name);
+/** What the young generation holds, and what it can hold before V8 must collect it. */
+function youngSpace(): { used: number; capacity: number } {
+  const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === "new_space");
   // The young generation's capacity is the semi-space it allocates in (space_size counts both).
   return {
     used: s?.space_used_size ?? 0,
@@ -60,7 +61,6 @@ function space(name: "new_space" | "old_space"): { used: number; capacity: numbe
 }
 
 export function startIdleGc(quietMs = IDLE_GC_QUIET_MS, collect = v8Collect()): IdleGc {
-  let oldAfterMajor = space("old_space").used;
   let timer: NodeJS.Timeout | undefined;
   let since = { at: 0, cpu: process.cpuUsage() };
   let stopped = false;
@@ -77,15 +77,8 @@ export function startIdleGc(quietMs = IDLE_GC_QUIET_MS, collect = v8Collect()): 
     const cpu = process.cpuUsage(since.cpu);
     const share = (cpu.user + cpu.system) / 1000 / (performance.now() - since.at);
     if (share > IDLE_CPU_SHARE) return poke(); // not quiet yet: look again
-    const old = space("old_space").used;
-    oldAfterMajor = Math.min(oldAfterMajor, old); // V8 collected it since, on its own
-    if (old > oldAfterMajor * (1 + OLD_GROWTH_SHARE)) {
-      collect("major");
-      oldAfterMajor = space("old_space").used;
-      return;
-    }
-    const young = space("new_space");
-    if (young.used > young.capacity * YOUNG_USED_SHARE) collect("minor");
+    const young = youngSpace();
+    if (young.used > young.capacity * YOUNG_USED_SHARE) collect();
   };
 
   return {
