@@ -13,7 +13,9 @@
 // connections (Tether's include its server's background rounds, such as the acquisition poll
 // each second, over the run, and one per notification its listening connection receives: a
 // backend reads the notification queue in a transaction of its own), and the CPU time of
-// Tether's server process over the measured turns (/proc, 10 ms ticks). Needs
+// Tether's server process over the measured turns (/proc, 10 ms ticks); and where Tether's turn
+// goes: its server's side from the create to the last commit, the client's side around it, and
+// the in-memory turn's parts (model step, tool call, model step) beside them. Needs
 // TETHER_BENCH_DATABASE_URL (or TETHER_TEST_DATABASE_URL): its server gets databases
 // <name>_turn_tether, _turn_dbos and _turn_langgraph, dropped at the end.
 
@@ -44,8 +46,9 @@ import {
   type Stats,
 } from "./support.ts";
 
-// 200 turns: the p99 is then the 2nd-slowest turn, not the slowest of 30.
-const { turns, warmup } = numberFlags({ turns: 200, warmup: 20 });
+// 1,000 turns: the p99 is then the 10th-slowest turn. With 200 it was the 2nd, and its ratio to
+// the in-memory loop's moved between 1.07x and 1.93x over nine runs of the same code.
+const { turns, warmup } = numberFlags({ turns: 1000, warmup: 20 });
 const baseUrl = process.env.TETHER_BENCH_DATABASE_URL ?? process.env.TETHER_TEST_DATABASE_URL;
 if (!baseUrl) {
   console.log(
@@ -181,20 +184,42 @@ interface System {
   report?(): Promise<string[]>;
 }
 
+/** The median of `samples` and its p99, as "x ms (p99 y)". */
+function medianAndP99(samples: number[]): string {
+  const s = stats(samples);
+  return `${fmt(s.median, 1)} ms (p99 ${fmt(s.p99, 1)})`;
+}
+
+/** Each in-memory turn's parts in order (model step, tool call, model step), in ms. */
+const inMemoryParts: number[][] = [];
 const inMemory: System = {
   name: "in-memory AI SDK loop (baseline)",
   setUp: async () => {},
   turn: async () => {
     const chatId = randomUUID();
     const messages: ModelMessage[] = [{ role: "user", content: "go" }];
+    const parts: number[] = [];
+    inMemoryParts.push(parts);
     for (;;) {
+      let t = performance.now();
       const step = await modelStep(messages);
+      parts.push(performance.now() - t);
       messages.push(...step.messages);
       if (step.calls.length === 0) return;
+      t = performance.now();
       messages.push(await toolStep(chatId, step.calls));
+      parts.push(performance.now() - t);
     }
   },
   tearDown: async () => {},
+  // What Tether's server-side commits are set against: the same turn's parts without them.
+  report: async () => {
+    const measured = inMemoryParts.slice(-turns);
+    const part = (i: number) => medianAndP99(measured.map((p) => p[i]!));
+    return [
+      `the in-memory turn's parts: model step ${part(0)}, tool call ${part(1)}, model step ${part(2)}`,
+    ];
+  },
 };
 
 /**
@@ -209,6 +234,12 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
   let modelId = "";
   /** Every turn's chat, in order (the stream's opening `chat` event names it). */
   const chats: string[] = [];
+  /**
+   * Each turn's create sent and `waiting` read, in wall-clock ms (the clock the database's
+   * timestamps read on this machine), in turn order.
+   */
+  const clientTimes: { sent: number; waiting?: number }[] = [];
+  const wallNow = () => performance.timeOrigin + performance.now();
   const call = async (method: string, p: string, body?: unknown): Promise<unknown> => {
     const r = await fetch(`${api}${p}`, {
       method,
@@ -224,6 +255,8 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
    * there (resolved with that moment); closing the stream after it is the client's tidying up.
    */
   const turnOnStream = async (): Promise<number> => {
+    const times: { sent: number; waiting?: number } = { sent: wallNow() };
+    clientTimes.push(times);
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), SSE_BOUND_MS);
     try {
@@ -245,7 +278,10 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
           if (e.event !== "status") return;
           const s = (JSON.parse(e.data) as { status: string }).status;
           if (s === "error") throw new Error("a chat ended in error");
-          if (s === "waiting") waitingAt ??= performance.now();
+          if (s === "waiting" && waitingAt === undefined) {
+            waitingAt = performance.now();
+            times.waiting = performance.timeOrigin + waitingAt;
+          }
         },
       });
       const decoder = new TextDecoder();
@@ -298,12 +334,16 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
     pid: () => server?.proc.pid,
     report: async () => {
       // The server's side of each measured turn on the database clock (transaction starts):
-      // from the create to the last commit, and when each message in between committed.
+      // from the create to the last commit, and when each message in between committed; and
+      // the client's side around it: its create sent to the create's transaction, and the last
+      // commit to the `waiting` it read (wall clocks of one machine).
       const c = new pg.Client({ connectionString: dbUrl(database) });
       await c.connect();
       const r = await c
-        .query<{ span: number; at: number[] }>(
-          `SELECT extract(epoch FROM c.updated_at - c.created_at) * 1000 AS span,
+        .query<{ id: string; created: number; updated: number; span: number; at: number[] }>(
+          `SELECT c.id, extract(epoch FROM c.created_at) * 1000 AS created,
+                  extract(epoch FROM c.updated_at) * 1000 AS updated,
+                  extract(epoch FROM c.updated_at - c.created_at) * 1000 AS span,
                   array_agg(extract(epoch FROM m.created_at - c.created_at) * 1000 ORDER BY m.id) AS at
            FROM chats c JOIN chat_messages m ON m.chat_id = c.id
            WHERE c.id = ANY($1) GROUP BY c.id ORDER BY span`,
@@ -314,8 +354,12 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
         const t = r.rows[rankOf(r.rows.length, q)]!;
         return `${fmt(Number(t.span), 1)} ms (commits at ${t.at.map((x) => fmt(Number(x), 1)).join(", ")})`;
       };
+      const timesOf = new Map(chats.map((id, i) => [id, clientTimes[i]!]));
+      const before = r.rows.map((t) => Number(t.created) - timesOf.get(t.id)!.sent);
+      const after = r.rows.map((t) => timesOf.get(t.id)!.waiting! - Number(t.updated));
       return [
         `Tether's server side, create to last commit (database clock): median ${turn(0.5)}, p99 ${turn(0.99)}`,
+        `Tether's client side: its create sent to the create's transaction ${medianAndP99(before)}, the last commit to \`waiting\` read on the stream ${medianAndP99(after)}`,
       ];
     },
   };
