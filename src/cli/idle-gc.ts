@@ -5,7 +5,7 @@
 // (docs/performance.md, twentieth round). So, as a browser does between frames, the server
 // collects the young generation once it has had almost nothing to do for a moment and the
 // generation is half full. The old generation is left to V8: a full collection in each pause
-// made the turns slower, not faster (docs/performance.md, twenty-third round). Activity arms the
+// made the turns slower, not faster (docs/performance.md, twenty-second round). Activity arms the
 // check (`poke`): an idle server is not woken for it, and a busy one, never quiet that long,
 // collects as V8 decides.
 
@@ -36,8 +36,8 @@ export interface IdleGc {
 /**
  * Through the process's `gc()`, which V8 exposes once asked to (node's --expose-gc sets it) in a
  * new context: made at the first collection, not at start-up (a context costs milliseconds).
- * Given an options object, Node 20's V8 runs a scavenge whatever its type; Node 22's runs the
- * type it is given.
+ * Given an options object, Node 20's V8 runs a scavenge whatever its type; `minor` asks for
+ * one on any version.
  */
 export function v8Collect(): Collect {
   let gc: ((o: { type: "minor"; execution: "sync" }) => void) | undefined;
