@@ -232,14 +232,12 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
   let token = "";
   let workspaceId = "";
   let modelId = "";
-  /** Every turn's chat, in order (the stream's opening `chat` event names it). */
-  const chats: string[] = [];
   /**
-   * Each turn's create sent and `waiting` read, in wall-clock ms (the clock the database's
-   * timestamps read on this machine), in turn order.
+   * Every turn in order: its chat (the stream's opening `chat` event names it), and when its
+   * create was sent and its `waiting` read, in wall-clock ms (the clock the database's
+   * timestamps read on this machine).
    */
-  const clientTimes: { sent: number; waiting?: number }[] = [];
-  const wallNow = () => performance.timeOrigin + performance.now();
+  const seen: { chatId?: string; sent: number; waiting?: number }[] = [];
   const call = async (method: string, p: string, body?: unknown): Promise<unknown> => {
     const r = await fetch(`${api}${p}`, {
       method,
@@ -255,8 +253,8 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
    * there (resolved with that moment); closing the stream after it is the client's tidying up.
    */
   const turnOnStream = async (): Promise<number> => {
-    const times: { sent: number; waiting?: number } = { sent: wallNow() };
-    clientTimes.push(times);
+    const turn: (typeof seen)[number] = { sent: performance.timeOrigin + performance.now() };
+    seen.push(turn);
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), SSE_BOUND_MS);
     try {
@@ -274,13 +272,13 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
       let waitingAt: number | undefined;
       const parser = createParser({
         onEvent: (e) => {
-          if (e.event === "chat") chats.push((JSON.parse(e.data) as { id: string }).id);
+          if (e.event === "chat") turn.chatId = (JSON.parse(e.data) as { id: string }).id;
           if (e.event !== "status") return;
           const s = (JSON.parse(e.data) as { status: string }).status;
           if (s === "error") throw new Error("a chat ended in error");
           if (s === "waiting" && waitingAt === undefined) {
             waitingAt = performance.now();
-            times.waiting = performance.timeOrigin + waitingAt;
+            turn.waiting = performance.timeOrigin + waitingAt;
           }
         },
       });
@@ -337,6 +335,7 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
       // from the create to the last commit, and when each message in between committed; and
       // the client's side around it: its create sent to the create's transaction, and the last
       // commit to the `waiting` it read (wall clocks of one machine).
+      const measured = seen.slice(-turns);
       const c = new pg.Client({ connectionString: dbUrl(database) });
       await c.connect();
       const r = await c
@@ -347,16 +346,16 @@ function tetherSystem(root = ROOT, database = names.tether, label = ""): System 
                   array_agg(extract(epoch FROM m.created_at - c.created_at) * 1000 ORDER BY m.id) AS at
            FROM chats c JOIN chat_messages m ON m.chat_id = c.id
            WHERE c.id = ANY($1) GROUP BY c.id ORDER BY span`,
-          [chats.slice(-turns)],
+          [measured.map((t) => t.chatId)],
         )
         .finally(() => c.end());
       const turn = (q: number) => {
         const t = r.rows[rankOf(r.rows.length, q)]!;
         return `${fmt(Number(t.span), 1)} ms (commits at ${t.at.map((x) => fmt(Number(x), 1)).join(", ")})`;
       };
-      const timesOf = new Map(chats.map((id, i) => [id, clientTimes[i]!]));
-      const before = r.rows.map((t) => Number(t.created) - timesOf.get(t.id)!.sent);
-      const after = r.rows.map((t) => timesOf.get(t.id)!.waiting! - Number(t.updated));
+      const byChat = new Map(measured.map((t) => [t.chatId, t]));
+      const before = r.rows.map((t) => Number(t.created) - byChat.get(t.id)!.sent);
+      const after = r.rows.map((t) => byChat.get(t.id)!.waiting! - Number(t.updated));
       return [
         `Tether's server side, create to last commit (database clock): median ${turn(0.5)}, p99 ${turn(0.99)}`,
         `Tether's client side: its create sent to the create's transaction ${medianAndP99(before)}, the last commit to \`waiting\` read on the stream ${medianAndP99(after)}`,
