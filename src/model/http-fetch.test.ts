@@ -146,20 +146,80 @@ describe("httpFetch", () => {
     await closed; // the server saw the connection go
   });
 
-  it("decodes a compressed body, and follows a redirect", async () => {
+  it("decodes a compressed body", async () => {
     const url = await serve((req, res) => {
-      if (req.url === "/old") {
-        res.writeHead(307, { location: "/new" });
-        res.end();
-        return;
-      }
       res.writeHead(200, { "content-encoding": "gzip" });
       res.end(gzipSync(`zipped ${req.url}`));
     });
     expect(await (await httpFetch(`${url}/z`)).text()).toBe("zipped /z");
-    expect(await (await httpFetch(`${url}/old`, { method: "POST", body: "{}" })).text()).toBe(
-      "zipped /new",
-    );
+  });
+
+  it("follows a redirect within the origin as fetch does, sending each request once", async () => {
+    const seen: string[] = [];
+    const url = await serve((req, res) => {
+      void readAll(req).then((body) => {
+        seen.push(`${req.method} ${req.url} ${body} ${String(req.headers["x-api-key"])}`);
+        const to: Record<string, [number, string]> = {
+          "/keep": [307, "/kept"],
+          "/see": [303, "/seen"],
+          "/moved": [302, "/kept"],
+        };
+        const hop = to[req.url ?? ""];
+        if (hop) res.writeHead(hop[0], { location: hop[1] });
+        res.end(hop ? "" : `at ${req.url}`);
+      });
+    });
+    const post = (path: string) =>
+      httpFetch(`${url}${path}`, { method: "POST", headers: { "x-api-key": "k" }, body: "{}" });
+    expect(await (await post("/keep")).text()).toBe("at /kept");
+    expect(await (await post("/see")).text()).toBe("at /seen");
+    expect(await (await post("/moved")).text()).toBe("at /kept");
+    // A 307 resends the POST with its body; a 303, and a 302 of a POST, ask with a GET.
+    expect(seen).toEqual([
+      "POST /keep {} k",
+      "POST /kept {} k",
+      "POST /see {} k",
+      "GET /seen  k",
+      "POST /moved {} k",
+      "GET /kept  k",
+    ]);
+  });
+
+  it("answers a redirect to another origin as it came: the key stays where it was sent", async () => {
+    const elsewhere: string[] = [];
+    const other = await serve((req, res) => {
+      elsewhere.push(`${req.method} ${req.url}`);
+      res.end("taken");
+    });
+    let asked = 0;
+    const url = await serve((req, res) => {
+      asked++;
+      req.resume();
+      res.writeHead(308, { location: `${other}/v1/chat/completions` });
+      res.end();
+    });
+    const res = await httpFetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "x-api-key": "the-key" },
+      body: "{}",
+    });
+    expect(res.status).toBe(308);
+    expect(res.headers.get("location")).toBe(`${other}/v1/chat/completions`);
+    expect(asked).toBe(1);
+    expect(elsewhere).toEqual([]);
+  });
+
+  it("stops following after 20 redirects in a row, answering the last", async () => {
+    let asked = 0;
+    const url = await serve((req, res) => {
+      asked++;
+      req.resume();
+      res.writeHead(307, { location: `/again${asked}` });
+      res.end();
+    });
+    const res = await httpFetch(`${url}/`, { method: "POST", body: "{}" });
+    expect(res.status).toBe(307);
+    expect(asked).toBe(21);
   });
 
   it("keeps undici's bounds: no answer, a stalled body, a connection not made", async () => {
@@ -229,5 +289,29 @@ describe("httpFetch", () => {
     expect(APICallError.isInstance(err)).toBe(true);
     expect((err as APICallError).isRetryable).toBe(true);
     expect((err as APICallError).message).toMatch(/^Cannot connect to API/);
+  });
+
+  it("gives a provider a redirect elsewhere as a failure no retry changes", async () => {
+    const url = await serve((req, res) => {
+      req.resume();
+      res.writeHead(307, { location: "http://127.0.0.1:1/v1/chat/completions" });
+      res.end();
+    });
+    const model = createOpenAICompatible({
+      name: "t",
+      baseURL: `${url}/v1`,
+      apiKey: "the-key",
+      fetch: httpFetch,
+    }).chatModel("m");
+    const request = { system: "s", messages: [], abortSignal: new AbortController().signal };
+    const err = await streamStep(model, request)
+      .next()
+      .catch((e: unknown) => e);
+    expect(APICallError.isInstance(err)).toBe(true);
+    expect((err as APICallError).statusCode).toBe(307);
+    expect((err as APICallError).isRetryable).toBe(false);
+    expect((err as APICallError).responseHeaders?.location).toBe(
+      "http://127.0.0.1:1/v1/chat/completions",
+    );
   });
 });

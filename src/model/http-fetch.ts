@@ -6,8 +6,11 @@
 // the answer is what fetch gives: a Response whose body streams as the bytes arrive, decoded when
 // the server compressed it; a connection that fails rejects with fetch's `TypeError("fetch
 // failed")` and the cause, which the AI SDK reports as a retryable "Cannot connect to API"; a body
-// cut short errors the stream; an abort rejects with the signal's reason. A redirect is left to
-// the runtime's fetch, which follows it. undici's three bounds hold too, with its error codes (the
+// cut short errors the stream; an abort rejects with the signal's reason. A redirect is followed
+// as fetch follows it, but only within the origin the request went to: the request carries the
+// model's key (in `authorization`, `x-api-key`, `api-key`...), which fetch would carry on to
+// another origin in any header but `authorization`, so a redirect elsewhere is answered as it came
+// (worker/failure.ts says what to do). undici's three bounds hold too, with its error codes (the
 // failure words of worker/failure.ts read them): a connection not made in 10 s, no byte of an
 // answer in 300 s, a body that stalls for 300 s.
 
@@ -23,6 +26,9 @@ export const QUIET_TIMEOUT_MS = 300_000;
 const BODY_HIGH_WATER_BYTES = 64 * 1024;
 /** Statuses whose response has no body (fetch refuses to build one with a body). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+/** Redirect statuses fetch follows, and how many in a row it follows. */
+const REDIRECT = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 20;
 
 type RequestBody = string | Uint8Array | ArrayBuffer | undefined;
 
@@ -49,7 +55,7 @@ export function boundedFetch(
   ) {
     return fetch(input, init);
   }
-  return request(url, init ?? {}, body, () => fetch(input, init), bounds);
+  return request(url, init ?? {}, body, bounds);
 }
 
 function timeoutError(code: string, message: string): Error {
@@ -71,12 +77,42 @@ export interface Bounds {
   quietMs: number;
 }
 
+/**
+ * Where a redirect answer sends the request next, as fetch would resend it (a 303, and a 301 or
+ * 302 of a POST, become a GET without the body); undefined when it is not followed: not a
+ * redirect, too many in a row, or to another origin than the one the request went to.
+ */
+function redirectTarget(
+  url: URL,
+  init: RequestInit,
+  body: RequestBody,
+  res: http.IncomingMessage,
+  redirects: number,
+): { url: URL; init: RequestInit; body: RequestBody } | undefined {
+  const location = res.headers.location;
+  if (!REDIRECT.has(res.statusCode ?? 0) || location === undefined) return undefined;
+  if (redirects >= MAX_REDIRECTS || !URL.canParse(location, url.href)) return undefined;
+  const next = new URL(location, url);
+  if (next.origin !== url.origin) return undefined;
+  const method = (init.method ?? "GET").toUpperCase();
+  const status = res.statusCode;
+  if (
+    status === 303 ? method !== "HEAD" : (status === 301 || status === 302) && method === "POST"
+  ) {
+    const headers = new Headers(init.headers);
+    for (const name of ["content-type", "content-encoding", "content-language", "content-location"])
+      headers.delete(name);
+    return { url: next, init: { ...init, method: "GET", headers }, body: undefined };
+  }
+  return { url: next, init, body };
+}
+
 function request(
   url: URL,
   init: RequestInit,
   body: RequestBody,
-  redirected: () => Promise<Response>,
   bounds: Bounds = { connectMs: CONNECT_TIMEOUT_MS, quietMs: QUIET_TIMEOUT_MS },
+  redirects = 0,
 ): Promise<Response> {
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -107,10 +143,11 @@ function request(
       (res) => {
         response = res;
         const status = res.statusCode ?? 0;
-        if (status >= 300 && status < 400 && res.headers.location !== undefined) {
+        const next = redirectTarget(url, init, body, res, redirects);
+        if (next !== undefined) {
           res.resume();
           done();
-          redirected().then(resolve, reject);
+          request(next.url, next.init, next.body, bounds, redirects + 1).then(resolve, reject);
           return;
         }
         let answer: ReadableStream<Uint8Array> | null = null;

@@ -54,6 +54,18 @@ describe("failure sentences and summaries", () => {
     expect(isPermanent(err)).toBe(true);
   });
 
+  it("a redirect elsewhere names where to, without its query, and is permanent", () => {
+    const err = apiError({
+      statusCode: 308,
+      message: "Permanent Redirect",
+      headers: { Location: "https://api.example.com/v2/chat/completions?token=secret" },
+    });
+    expect(failureSentence(err)).toBe(
+      "The model provider redirected the request elsewhere (HTTP 308, http://127.0.0.1:9/v1 to https://api.example.com/v2): the model's key goes only to its base URL, so set the base URL to the new address.",
+    );
+    expect(isPermanent(err)).toBe(true);
+  });
+
   it("a model without an API key is permanent: it ends the turn, not 10 minutes of retries", () => {
     const err = new LoadAPIKeyError({ message: "Anthropic API key is missing." });
     expect(isPermanent(err)).toBe(true);

@@ -124,6 +124,12 @@ const NETWORK_WORDS: Record<string, string> = {
   UND_ERR_BODY_TIMEOUT: "the answer stalled",
 };
 
+/** A response header by its name in any case. */
+function headerOf(headers: Record<string, string> | undefined, name: string): string | undefined {
+  for (const [k, v] of Object.entries(headers ?? {})) if (k.toLowerCase() === name) return v;
+  return undefined;
+}
+
 /** The model's base URL as the message shows it: no credentials, no query, no endpoint path. */
 function modelUrl(url: string): string {
   if (!URL.canParse(url)) return "the configured base URL";
@@ -152,6 +158,14 @@ export function failureSentence(err: unknown): string {
     if (status === 401 || status === 403)
       return `The model provider refused the API key (HTTP ${status}, ${where}): check the model's key.`;
     if (status === 429) return `The model provider is rate limiting requests (HTTP 429, ${where}).`;
+    // A redirect the model's fetch did not follow: to another origin (model/http-fetch.ts).
+    const location = headerOf(err.responseHeaders, "location");
+    if (status >= 300 && status < 400 && location !== undefined) {
+      const to = URL.canParse(location, err.url) ? modelUrl(new URL(location, err.url).href) : "";
+      return cap(
+        `The model provider redirected the request elsewhere (HTTP ${status}, ${where}${to && ` to ${to}`}): the model's key goes only to its base URL, so set the base URL to the new address.`,
+      );
+    }
     // The provider's own message (not its body) says what is wrong with the request.
     return cap(`The model provider answered HTTP ${status} (${where}): ${err.message}`);
   }
