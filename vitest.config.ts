@@ -14,6 +14,7 @@ const UNIT = [
   "src/cli/idle-gc.test.ts",
   "src/cli/log.test.ts",
   "src/cli/server-state.test.ts",
+  "src/cli/terminal-text.test.ts",
   "src/agent/files/**/*.test.ts",
   "src/agent/toolcalls/**/*.test.ts",
   "src/agent/dialout.test.ts",

@@ -1,12 +1,14 @@
 // A turn printed for people: the answer's text as it streams (stdout), each tool call as one
 // line (`▶ $ command`), a running command's output live and indented, then how the call ended
-// (`exit 0`, `exit 1 (failed)`, `canceled — …`); notices and the spinner on stderr. Output that
-// goes to a pipe loses its escape sequences.
+// (`exit 0`, `exit 1 (failed)`, `canceled — …`); notices and the spinner on stderr. What others
+// wrote is made safe for a terminal first (terminal-text.ts): command output keeps only its
+// colours, and only on a terminal; the rest shows its control characters as `\xNN`.
 
 import { stripVTControlCharacters } from "node:util";
 import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
+import { commandOutput, visible } from "./terminal-text.ts";
 import type { ChatOutput } from "./chat-turn.ts";
 
 /** Lines of a diff printed under an edit (the web UI shows it whole). */
@@ -48,6 +50,8 @@ export class HumanOutput implements ChatOutput {
   readonly #shown = new Map<string, string>();
   /** Command output printed last ended its line (the next output line gets its indent). */
   #outputAtLineStart = true;
+  /** Command output set colours on the terminal: they are reset before anything else prints. */
+  #styled = false;
   #lastAttempt = 0;
 
   constructor(screen = new Screen()) {
@@ -55,12 +59,13 @@ export class HumanOutput implements ChatOutput {
   }
 
   notice(text: string): void {
-    this.#screen.write("err", `${text}\n`);
+    this.#write("err", `${visible(text)}\n`);
   }
 
   /** The spinner's label while the chat works (nothing once the turn ends). */
   busy(label: string | undefined): void {
-    this.#screen.busy(label);
+    if (label !== undefined) this.#unstyle();
+    this.#screen.busy(label === undefined ? undefined : visible(label));
   }
 
   event(e: ChatEvent): void {
@@ -72,7 +77,7 @@ export class HumanOutput implements ChatOutput {
       case "status":
         return this.#status(e.data as { status: string; retrying?: Retrying | null });
       case "error":
-        this.#screen.newline();
+        this.#newline();
         return this.notice(`error: ${String((e.data as { message?: unknown }).message)}`);
     }
   }
@@ -86,42 +91,42 @@ export class HumanOutput implements ChatOutput {
     switch (part.type) {
       case "text-delta":
         if (part.text) {
-          this.#screen.write("out", part.text);
+          this.#write("out", visible(part.text));
           this.#streamed = true;
         }
         return;
       case "reasoning-delta":
-        return this.#screen.busy("thinking…");
+        return this.busy("thinking…");
       case "tool-started":
-        return this.#screen.busy(`running ${part.tool_name ?? "a tool"}…`);
+        return this.busy(`running ${part.tool_name ?? "a tool"}…`);
       case "tool-finished":
-        return this.#screen.busy("working…");
+        return this.busy("working…");
     }
   }
 
   #message(m: ApiMessage): void {
     if (m.role === "assistant") {
-      if (this.#streamed) this.#screen.newline();
+      if (this.#streamed) this.#newline();
       else {
         const t = m.parts
           .filter((p) => p.type === "text")
           .map((p) => p.text)
           .join("");
-        if (t) this.#screen.write("out", t.endsWith("\n") ? t : `${t}\n`);
+        if (t) this.#write("out", visible(t.endsWith("\n") ? t : `${t}\n`));
       }
       this.#streamed = false;
       for (const p of m.parts)
         if (p.type === "tool-call")
-          this.#screen.write("out", `▶ ${describeCall(p.tool_name ?? "?", p.args)}\n`);
-      this.#screen.busy("working…");
+          this.#write("out", `▶ ${visible(describeCall(p.tool_name ?? "?", p.args))}\n`);
+      this.busy("working…");
     } else if (m.role === "tool") {
       for (const p of m.parts) if (p.type === "tool-result") this.#result(p);
     } else if (m.boundary) {
       for (const p of m.parts)
         if (p.type === "compaction")
-          this.#screen.write(
+          this.#write(
             "out",
-            `── compacted ${p.messages_compacted ?? 0} messages; the model continues from this summary:\n${p.summary ?? ""}\n`,
+            `── compacted ${p.messages_compacted ?? 0} messages; the model continues from this summary:\n${visible(p.summary ?? "")}\n`,
           );
     }
   }
@@ -137,14 +142,14 @@ export class HumanOutput implements ChatOutput {
       this.#indented(rest);
     }
     if (!this.#outputAtLineStart) this.#indented("\n");
-    this.#screen.write("out", `  ${describeResult(r)}\n`);
+    this.#write("out", `  ${visible(describeResult(r))}\n`);
     const diffs = Array.isArray(r.files) ? (r.files as { diff?: unknown }[]) : [];
     for (const f of diffs)
       if (typeof f.diff === "string") {
         const lines = f.diff.trimEnd().split("\n");
         const cut = lines.length > DIFF_LINES;
-        this.#indented(`${lines.slice(0, DIFF_LINES).join("\n")}\n`);
-        if (cut) this.#indented(`… ${lines.length - DIFF_LINES} more lines\n`);
+        this.#indented(`${visible(lines.slice(0, DIFF_LINES).join("\n"))}\n`, "plain");
+        if (cut) this.#indented(`… ${lines.length - DIFF_LINES} more lines\n`, "plain");
       }
   }
 
@@ -153,27 +158,54 @@ export class HumanOutput implements ChatOutput {
       const label = `retrying: ${s.retrying.last_error} (attempt ${s.retrying.attempt})`;
       if (s.retrying.attempt !== this.#lastAttempt) {
         this.#lastAttempt = s.retrying.attempt;
-        this.#screen.newline();
+        this.#newline();
         this.notice(label);
       }
-      return this.#screen.busy(label);
+      return this.busy(label);
     }
-    if (s.status === "running") return this.#screen.busy("thinking…");
-    if (s.status === "interrupting") return this.#screen.busy("interrupting…");
-    this.#screen.newline();
-    this.#screen.busy(undefined);
+    if (s.status === "running") return this.busy("thinking…");
+    if (s.status === "interrupting") return this.busy("interrupting…");
+    this.#newline();
+    this.busy(undefined);
   }
 
-  /** Command output, each line indented two spaces; plain text unless stdout is a terminal. */
-  #indented(text: string): void {
+  /** Writes text of this client's own (or made visible), the colours output set reset first. */
+  #write(to: "out" | "err", text: string): void {
+    this.#unstyle();
+    this.#screen.write(to, text);
+  }
+
+  #newline(): void {
+    this.#unstyle();
+    this.#screen.newline();
+  }
+
+  #unstyle(): void {
+    if (!this.#styled) return;
+    this.#styled = false;
+    this.#screen.resetStyle();
+  }
+
+  /**
+   * Command output (or, `plain`, text already made visible), each line indented two spaces; a
+   * carriage return on a terminal returns to the indent, not over it.
+   */
+  #indented(text: string, kind: "output" | "plain" = "output"): void {
     if (text === "") return;
-    const t = this.#screen.stdoutIsTerminal ? text : stripVTControlCharacters(text);
+    const terminal = this.#screen.stdoutIsTerminal;
+    let t = text;
+    if (kind === "output") {
+      t = commandOutput(text, terminal);
+      if (terminal) t = t.replace(/\r(?!\n)/g, "\r  ");
+    } else this.#unstyle();
     let s = "";
     for (const ch of t.split(/(?<=\n)/)) {
       if (this.#outputAtLineStart) s += "  ";
       s += ch;
       this.#outputAtLineStart = ch.endsWith("\n");
     }
+    if (s === "") return;
     this.#screen.write("out", s);
+    if (kind === "output" && terminal && s.includes("\x1b[")) this.#styled = true;
   }
 }

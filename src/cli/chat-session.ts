@@ -19,6 +19,7 @@ import { describeFailure } from "./chat-errors.ts";
 import { HumanOutput } from "./chat-human.ts";
 import { JsonOutput } from "./chat-json.ts";
 import { followTurn, type ChatOutput, type TurnEnd } from "./chat-turn.ts";
+import { visible } from "./terminal-text.ts";
 import type { ChatEvent } from "./sse-events.ts";
 
 /** How long a second Ctrl-C waits for the first one's interrupt to reach the server. */
@@ -82,7 +83,8 @@ export async function runOnce(text: string, o: SessionOptions, token: string): P
   const sent = await sendMessage(c, o.chat, text);
   const json = o.json ? new JsonOutput() : undefined;
   const human = json ? undefined : new HumanOutput();
-  const say = (line: string) => (human ? human.notice(line) : process.stderr.write(`${line}\n`));
+  const say = (line: string) =>
+    human ? human.notice(line) : process.stderr.write(`${visible(line)}\n`);
   if (json) json.line("chat", { id: sent.chatId });
   else say(`chat ${sent.chatId}`);
   if (sent.queued) say("The chat is busy; your message is queued.");

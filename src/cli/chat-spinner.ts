@@ -51,6 +51,11 @@ export class Screen {
     this.#resume();
   }
 
+  /** Resets the terminal's colours and text attributes (SGR 0), where stdout is a terminal. */
+  resetStyle(): void {
+    if (this.#tty.out) this.stdout.write("\x1b[0m");
+  }
+
   /** Ends the current line if something is on it. */
   newline(): void {
     if (!this.#lineStart.out) this.write("out", "\n");

@@ -148,6 +148,27 @@ describe("tether chat", () => {
     expect(chat.output().length).toBeLessThan(4_000);
   }, 60_000);
 
+  it("on a terminal a command's output keeps its colours and no other escape sequence; the command shows its own", async () => {
+    // The output (live: the command goes on for a second) sets the window title, the clipboard
+    // (OSC 52), moves the cursor up and conceals what follows; the command itself holds an OSC
+    // in a comment.
+    const chat = pty(
+      [
+        "$ printf '\\033]0;title\\007\\033]52;c;cHduZWQ=\\007\\033[31mred\\033[0m\\033[2A\\033[8mhidden\\n'; sleep 1 #\x1b]0;pwned\x07",
+      ],
+      { rows: 24, cols: 80 },
+    );
+    expect(await chat.exit).toBe(0);
+    const raw = chat.output();
+    expect(raw).toContain("\x1b[31mred\x1b[0m");
+    expect(raw).not.toContain("\x1b]"); // no OSC, from the output or from the command
+    expect(raw).not.toContain("\x1b[2A");
+    // Concealed output does not conceal what the client prints next.
+    const between = raw.slice(raw.indexOf("hidden"), raw.indexOf("exit 0"));
+    expect(between).toContain("\x1b[0m");
+    expect(chat.screen()).toMatch(/^▶ \$ printf .* #\\x1b\]0;pwned\\x07$/m);
+  }, 60_000);
+
   it("in a pipe it prints no spinner lines and no escape sequences; the chat and how to resume go to stderr", async () => {
     const r = await run(["--server", server.url, `$ echo piped; printf '\\033[31mred\\033[0m\\n'`]);
     expect(r.code).toBe(0);
