@@ -10,6 +10,7 @@ import type { ServerOptions } from "./server.ts";
 import { defaultDataDir, ServerConfigError } from "./server-state.ts";
 import { parseListen } from "./listen.ts";
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, type LogLevel } from "./log.ts";
+import { visible } from "./terminal-text.ts";
 
 function listenArg(value: string): string {
   try {
@@ -229,7 +230,7 @@ TERM, TZ, TMPDIR): no key, database URL or TETHER_* secret of the server reaches
           await runChat(message, o);
         } catch (err) {
           // One line that says what went wrong and what to do; no stack trace.
-          process.stderr.write(`tether chat: ${describeFailure(err)}\n`);
+          process.stderr.write(`tether chat: ${visible(describeFailure(err))}\n`);
           process.exitCode = 1;
         }
       },

@@ -8,6 +8,7 @@ import path from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { api } from "./chat-client.ts";
 import { resolveToken } from "./credentials.ts";
+import { visible } from "./terminal-text.ts";
 
 /** Files larger than this are refused (a template is text: Terraform files and scripts). */
 const MAX_FILE_BYTES = 256 * 1024;
@@ -154,7 +155,7 @@ export function templatesCommand(): Command {
   );
   connection(cmd.command("list").description("List the templates.")).action(
     async (o: Connection) => {
-      process.stdout.write(`${await listTemplatesText(o)}\n`);
+      process.stdout.write(`${visible(await listTemplatesText(o))}\n`);
     },
   );
   return cmd;

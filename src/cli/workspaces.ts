@@ -6,6 +6,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { api } from "./chat-client.ts";
 import { findWorkspaceId, resolveToken } from "./credentials.ts";
+import { visible } from "./terminal-text.ts";
 
 /** How often `--wait` reads the workspace. */
 const WAIT_POLL_MS = 500;
@@ -33,11 +34,13 @@ async function token(o: Connection): Promise<string> {
   return resolveToken({ server: o.server, ...(o.token && { token: o.token }) });
 }
 
+/** A workspace in one line (what the server gave made visible: terminal-text.ts). */
 function describe(w: WorkspaceJson): string {
-  if (w.status === undefined) return `${w.name} (${w.id}): registered at ${w.agent_url ?? "?"}`;
+  if (w.status === undefined)
+    return visible(`${w.name} (${w.id}): registered at ${w.agent_url ?? "?"}`);
   const agent = w.agent?.connected ? ", agent connected" : "";
   const stops = w.deadline ? `, stops ${w.deadline} if idle` : "";
-  return `${w.name} (${w.id}): ${w.status}${agent}${stops}`;
+  return visible(`${w.name} (${w.id}): ${w.status}${agent}${stops}`);
 }
 
 async function waitRunning(o: Connection, t: string, id: string): Promise<WorkspaceJson> {
@@ -47,7 +50,9 @@ async function waitRunning(o: Connection, t: string, id: string): Promise<Worksp
     if (w.status === "running" && w.agent?.connected) return w;
     if (w.status === "failed")
       throw new Error(
-        `The workspace's build ${w.latest_build?.id ?? ""} failed: ${w.latest_build?.error ?? ""}`,
+        visible(
+          `The workspace's build ${w.latest_build?.id ?? ""} failed: ${w.latest_build?.error ?? ""}`,
+        ),
       );
     if (Date.now() > end) throw new Error(`The workspace is still ${w.status}.`);
     await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
