@@ -4,7 +4,7 @@
 // wrote is made safe for a terminal first (terminal-text.ts): command output keeps only its
 // colours, and only on a terminal; the rest shows its control characters as `\xNN`.
 
-import { stripVTControlCharacters } from "node:util";
+import { plainOutput } from "../chatd/tools/ansi.ts";
 import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
@@ -84,7 +84,7 @@ export class HumanOutput implements ChatOutput {
 
   output(toolCallId: string, text: string): void {
     this.#shown.set(toolCallId, (this.#shown.get(toolCallId) ?? "") + text);
-    this.#indented(text);
+    this.#commandOutput(text);
   }
 
   #part(part: { type: string; text?: string; tool_name?: string }): void {
@@ -137,9 +137,10 @@ export class HumanOutput implements ChatOutput {
     // Partial output too: a canceled or timed-out command shows what it printed.
     if (typeof r.output === "string") {
       const shown = this.#shown.get(id) ?? "";
-      const plainShown = stripVTControlCharacters(shown);
+      // The result carries the output as the server stripped it: the same function here.
+      const plainShown = plainOutput(shown);
       const rest = r.output.startsWith(plainShown) ? r.output.slice(plainShown.length) : r.output;
-      this.#indented(rest);
+      this.#commandOutput(rest);
     }
     if (!this.#outputAtLineStart) this.#indented("\n");
     this.#write("out", `  ${visible(describeResult(r))}\n`);
@@ -148,8 +149,9 @@ export class HumanOutput implements ChatOutput {
       if (typeof f.diff === "string") {
         const lines = f.diff.trimEnd().split("\n");
         const cut = lines.length > DIFF_LINES;
-        this.#indented(`${visible(lines.slice(0, DIFF_LINES).join("\n"))}\n`, "plain");
-        if (cut) this.#indented(`… ${lines.length - DIFF_LINES} more lines\n`, "plain");
+        this.#unstyle();
+        this.#indented(`${visible(lines.slice(0, DIFF_LINES).join("\n"))}\n`);
+        if (cut) this.#indented(`… ${lines.length - DIFF_LINES} more lines\n`);
       }
   }
 
@@ -187,25 +189,25 @@ export class HumanOutput implements ChatOutput {
   }
 
   /**
-   * Command output (or, `plain`, text already made visible), each line indented two spaces; a
-   * carriage return on a terminal returns to the indent, not over it.
+   * A command's output, made safe (terminal-text.ts) and indented; a carriage return on a
+   * terminal returns to the indent, not over it. Colours it sets stay until the next own line.
    */
-  #indented(text: string, kind: "output" | "plain" = "output"): void {
-    if (text === "") return;
+  #commandOutput(text: string): void {
     const terminal = this.#screen.stdoutIsTerminal;
-    let t = text;
-    if (kind === "output") {
-      t = commandOutput(text, terminal);
-      if (terminal) t = t.replace(/\r(?!\n)/g, "\r  ");
-    } else this.#unstyle();
+    const safe = commandOutput(text, terminal);
+    this.#indented(terminal ? safe.replace(/\r(?!\n)/g, "\r  ") : safe);
+    if (terminal && safe.includes("\x1b[")) this.#styled = true;
+  }
+
+  /** Text safe to print, each line indented two spaces. */
+  #indented(text: string): void {
+    if (text === "") return;
     let s = "";
-    for (const ch of t.split(/(?<=\n)/)) {
+    for (const ch of text.split(/(?<=\n)/)) {
       if (this.#outputAtLineStart) s += "  ";
       s += ch;
       this.#outputAtLineStart = ch.endsWith("\n");
     }
-    if (s === "") return;
     this.#screen.write("out", s);
-    if (kind === "output" && terminal && s.includes("\x1b[")) this.#styled = true;
   }
 }

@@ -36,11 +36,11 @@ async function token(o: Connection): Promise<string> {
 
 /** A workspace in one line (what the server gave made visible: terminal-text.ts). */
 function describe(w: WorkspaceJson): string {
-  if (w.status === undefined)
-    return visible(`${w.name} (${w.id}): registered at ${w.agent_url ?? "?"}`);
   const agent = w.agent?.connected ? ", agent connected" : "";
   const stops = w.deadline ? `, stops ${w.deadline} if idle` : "";
-  return visible(`${w.name} (${w.id}): ${w.status}${agent}${stops}`);
+  const state =
+    w.status === undefined ? `registered at ${w.agent_url ?? "?"}` : `${w.status}${agent}${stops}`;
+  return visible(`${w.name} (${w.id}): ${state}`);
 }
 
 async function waitRunning(o: Connection, t: string, id: string): Promise<WorkspaceJson> {

@@ -187,13 +187,11 @@ export function retryAfterMs(
   maxMs: number = RETRY_AFTER_MAX_MS,
 ): number | undefined {
   if (!APICallError.isInstance(err) || !err.responseHeaders) return undefined;
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(err.responseHeaders)) headers[k.toLowerCase()] = v;
   let ms: number | undefined;
-  const precise = Number.parseFloat(headers["retry-after-ms"] ?? "");
+  const precise = Number.parseFloat(headerOf(err.responseHeaders, "retry-after-ms") ?? "");
   if (Number.isFinite(precise) && precise >= 0) ms = precise;
   else {
-    const value = (headers["retry-after"] ?? "").trim();
+    const value = (headerOf(err.responseHeaders, "retry-after") ?? "").trim();
     if (/^\d+(\.\d+)?$/.test(value)) ms = Number.parseFloat(value) * 1000;
     else if (value !== "") {
       const at = Date.parse(value);
