@@ -8,7 +8,7 @@ import { plainOutput } from "../chatd/tools/ansi.ts";
 import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
-import { commandOutput, visible } from "./terminal-text.ts";
+import { commandOutput, splitUnfinished, visible } from "./terminal-text.ts";
 import type { ChatOutput } from "./chat-turn.ts";
 
 /** Lines of a diff printed under an edit (the web UI shows it whole). */
@@ -48,6 +48,8 @@ export class HumanOutput implements ChatOutput {
   #streamed = false;
   /** What each running command's output showed live (its result prints only the rest). */
   readonly #shown = new Map<string, string>();
+  /** A running command's escape sequence cut at the end of its last chunk, for its next. */
+  readonly #unfinished = new Map<string, string>();
   /** Command output printed last ended its line (the next output line gets its indent). */
   #outputAtLineStart = true;
   /** Command output set colours on the terminal: they are reset before anything else prints. */
@@ -84,7 +86,10 @@ export class HumanOutput implements ChatOutput {
 
   output(toolCallId: string, text: string): void {
     this.#shown.set(toolCallId, (this.#shown.get(toolCallId) ?? "") + text);
-    this.#commandOutput(text);
+    const [now, held] = splitUnfinished((this.#unfinished.get(toolCallId) ?? "") + text);
+    if (held) this.#unfinished.set(toolCallId, held);
+    else this.#unfinished.delete(toolCallId);
+    this.#commandOutput(now);
   }
 
   #part(part: { type: string; text?: string; tool_name?: string }): void {
@@ -134,9 +139,12 @@ export class HumanOutput implements ChatOutput {
   #result(p: ApiMessage["parts"][number]): void {
     const r = (p.result ?? {}) as Record<string, unknown>;
     const id = p.tool_call_id ?? "";
+    const shown = this.#shown.get(id) ?? "";
+    // A long session keeps nothing of a call once it ended.
+    this.#shown.delete(id);
+    this.#unfinished.delete(id);
     // Partial output too: a canceled or timed-out command shows what it printed.
     if (typeof r.output === "string") {
-      const shown = this.#shown.get(id) ?? "";
       // The result carries the output as the server stripped it: the same function here.
       const plainShown = plainOutput(shown);
       const rest = r.output.startsWith(plainShown) ? r.output.slice(plainShown.length) : r.output;

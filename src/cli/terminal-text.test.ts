@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { HumanOutput } from "./chat-human.ts";
 import { Screen } from "./chat-spinner.ts";
-import { commandOutput, visible } from "./terminal-text.ts";
+import { commandOutput, splitUnfinished, visible } from "./terminal-text.ts";
 
 const ESC = "\x1b";
 /** Sequences a terminal acts on that a command's output must not get to it. */
@@ -28,9 +28,35 @@ describe("terminal text", () => {
     }
     // An OSC left open swallows what follows it in the chunk, as a terminal would.
     expect(commandOutput(`a${ESC}]0;never ended\nb`, true)).toBe("a");
-    // A lone escape, or a sequence cut at the chunk's end, loses its escape character.
+    // A lone escape, or a sequence cut at the chunk's end, loses its escape character here:
+    // splitUnfinished (below) keeps such a sequence for the next chunk.
     expect(commandOutput(`a${ESC}`, true)).toBe("a");
     expect(commandOutput(`a${ESC}[3`, true)).toBe("a3");
+  });
+
+  it("a sequence cut at a chunk's end waits for the next chunk", () => {
+    for (const cut of [
+      ESC,
+      `${ESC}[`,
+      `${ESC}[1;3`,
+      `${ESC}]0;ti`,
+      `${ESC}]0;title${ESC}`,
+      "\x9b2",
+      `${ESC}(`,
+    ])
+      expect(splitUnfinished(`ab${cut}`), JSON.stringify(cut)).toEqual(["ab", cut]);
+    // Ended sequences, and text after them, are not held.
+    for (const done of [
+      `${ESC}[31m`,
+      `${ESC}]0;t\x07`,
+      `${ESC}]0;t${ESC}\\`,
+      `${ESC}c`,
+      `${ESC}[2Ax`,
+    ])
+      expect(splitUnfinished(`ab${done}`), JSON.stringify(done)).toEqual([`ab${done}`, ""]);
+    // A string sequence left open for longer than 4 KB is not waited for.
+    const long = `${ESC}]0;${"x".repeat(5000)}`;
+    expect(splitUnfinished(`ab${long}`)).toEqual([`ab${long}`, ""]);
   });
 
   it("command output to a pipe keeps no sequence at all", () => {
@@ -91,5 +117,30 @@ describe("terminal text", () => {
         `${ESC}[0m  exit 0\n`,
     );
     expect(stderr.text).toBe("error: \\x1b]0;x\\x07\n");
+  });
+
+  it("a chat keeps a colour, and drops a title, split between two chunks of output", () => {
+    for (const isTTY of [true, false]) {
+      let text = "";
+      const stdout = Object.assign(new PassThrough(), { isTTY });
+      stdout.on("data", (c: Buffer) => (text += c.toString()));
+      const stderr = Object.assign(new PassThrough(), { isTTY: false });
+      const out = new HumanOutput(
+        new Screen(
+          stdout as unknown as NodeJS.WriteStream,
+          stderr as unknown as NodeJS.WriteStream,
+        ),
+      );
+      out.output("t1", `ok ${ESC}[3`);
+      out.output("t2", `other ${ESC}]0;pw`); // another call's output between the halves
+      out.output("t1", `2mgreen${ESC}[0m ${ESC}]0;pw`);
+      out.output("t1", `ned${ESC}`);
+      out.output("t2", `ned\x07 end\n`);
+      out.output("t1", `\\ done\n`);
+      const colour = (seq: string) => (isTTY ? seq : "");
+      expect(text, `terminal: ${isTTY}`).toBe(
+        `  ok other ${colour(`${ESC}[32m`)}green${colour(`${ESC}[0m`)}  end\n   done\n`,
+      );
+    }
   });
 });
