@@ -9,6 +9,7 @@ import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
 import { commandOutput, splitUnfinished, visible } from "./terminal-text.ts";
+import { unseenOutput } from "./unseen-output.ts";
 import type { ChatOutput } from "./chat-turn.ts";
 
 /** Lines of a diff printed under an edit (the web UI shows it whole). */
@@ -146,9 +147,7 @@ export class HumanOutput implements ChatOutput {
     // Partial output too: a canceled or timed-out command shows what it printed.
     if (typeof r.output === "string") {
       // The result carries the output as the server stripped it: the same function here.
-      const plainShown = plainOutput(shown);
-      const rest = r.output.startsWith(plainShown) ? r.output.slice(plainShown.length) : r.output;
-      this.#commandOutput(rest);
+      this.#commandOutput(unseenOutput(plainOutput(shown), r.output));
     }
     if (!this.#outputAtLineStart) this.#indented("\n");
     this.#write("out", `  ${visible(describeResult(r))}\n`);

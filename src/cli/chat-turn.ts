@@ -1,10 +1,11 @@
 // One turn of a chat followed to its end: every stream event goes to the output as it comes,
 // and while an execute runs, its output so far is read from the chat's process output route
-// (the one the web UI polls: the agent keeps a process's output, not a stream of it) and handed
-// on as it grows. The turn ends when the chat waits again or ends in an error.
+// (the one the web UI polls: the agent keeps a process's output, not a stream of it) and what
+// each read adds handed on (unseen-output.ts). The turn ends when the chat waits again or ends in an error.
 
 import { api, type ChatClient, type Retrying } from "./chat-client.ts";
 import { chatEvents, type ChatEvent } from "./chat-stream.ts";
+import { unseenOutput } from "./unseen-output.ts";
 
 /** How often a running command's output is read again. */
 export const OUTPUT_POLL_MS = 500;
@@ -13,7 +14,10 @@ export const OUTPUT_POLL_MS = 500;
 export interface ChatOutput {
   /** Every event of the chat's stream, in order. */
   event(e: ChatEvent): void;
-  /** What a running command printed since the last call (`text` only grows). */
+  /**
+   * What a running command printed since the last call. Once it printed more than the agent
+   * keeps, `text` goes on from the agent's marker of what it left out (unseen-output.ts).
+   */
   output(toolCallId: string, text: string): void;
 }
 
@@ -102,11 +106,12 @@ class OutputPoller {
         `/api/v1/chats/${this.chatId}/processes/${encodeURIComponent(this.pid)}/output`,
       );
       if (this.#stopped) return;
-      // Only growth is shown: once the agent's buffer drops the middle, the result has the rest.
-      if (r.output.startsWith(this.#shown) && r.output.length > this.#shown.length) {
-        this.onText(r.output.slice(this.#shown.length));
-        this.#shown = r.output;
-      }
+      // A running command's last character may be cut short (decoded as U+FFFD): it waits for
+      // the next read, which has it whole.
+      const output = r.running ? r.output.replace(/\uFFFD$/, "") : r.output;
+      const text = unseenOutput(this.#shown, output);
+      this.#shown = output;
+      if (text) this.onText(text);
       if (!r.running) return;
     } catch {
       // Not readable now (the agent is busy or restarting): the result will say what happened.

@@ -180,6 +180,20 @@ describe("tether chat", () => {
     expect(r.stderr).toMatch(/^Resume with: tether chat --server \S+ --chat [0-9a-f-]{36}$/m);
   }, 60_000);
 
+  it("an output longer than the agent keeps shows live to its end, each line once", async () => {
+    // 600 lines of 100 bytes in six bursts: past 32 KiB the agent keeps a head and a tail, and
+    // the reads after that are no longer extensions of what was shown.
+    const x = "x".repeat(88);
+    const r = await run([
+      "--server",
+      server.url,
+      `$ for b in 0 1 2 3 4 5; do seq -f "line %03g ${x}" $((b*100+1)) $((b*100+100)); sleep 0.6; done`,
+    ]);
+    expect(r.code).toBe(0);
+    const shown = [...r.stdout.matchAll(/^ {2}line (\d{3}) x+$/gm)].map((m) => Number(m[1]));
+    expect(shown).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+  }, 60_000);
+
   it("--json prints the chat, every stream event, the live output and the end as JSON lines", async () => {
     const r = await run(["--server", server.url, "--json", "$ echo one; sleep 1.5; echo two"]);
     expect(r.code).toBe(0);
