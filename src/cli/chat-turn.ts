@@ -1,7 +1,8 @@
 // One turn of a chat followed to its end: every stream event goes to the output as it comes,
 // and while an execute runs, its output so far is read from the chat's process output route
 // (the one the web UI polls: the agent keeps a process's output, not a stream of it) and what
-// each read adds handed on (unseen-output.ts). The turn ends when the chat waits again or ends in an error.
+// each read adds is handed on (unseen-output.ts). The turn ends when the chat waits again or
+// ends in an error.
 
 import { api, type ChatClient, type Retrying } from "./chat-client.ts";
 import { chatEvents, type ChatEvent } from "./chat-stream.ts";
