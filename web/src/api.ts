@@ -75,6 +75,31 @@ const STREAM_RETRY_MIN_MS = 1000;
 const STREAM_RETRY_MAX_MS = 10_000;
 
 /**
+ * No event and no heartbeat (the server writes one every 15 s) for this long: the connection is
+ * gone without a word — a laptop slept, a route was lost — and is opened again.
+ */
+const STREAM_IDLE_MS = 45_000;
+
+/** The reader's next chunk; or, when none came within `ms`, the reader canceled and an error. */
+async function readWithin<T>(
+  reader: ReadableStreamDefaultReader<T>,
+  ms: number,
+): Promise<ReadableStreamReadResult<T>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void reader.cancel().catch(() => {});
+      reject(new Error(`stream: nothing for ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([reader.read(), idle]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Follows a chat's SSE stream (parsed by eventsource-parser) and reconnects after a drop from
  * the last committed message it saw (`fetch` rather than EventSource, which retries by itself
  * from the start and cannot say why it failed). An answer that will not change by asking again
@@ -114,7 +139,7 @@ export function followStream(
         });
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         for (;;) {
-          const { value, done } = await reader.read();
+          const { value, done } = await readWithin(reader, STREAM_IDLE_MS);
           if (done) break;
           parser.feed(value);
           pause = STREAM_RETRY_MIN_MS; // it works again
