@@ -9,7 +9,7 @@ import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
 import { commandOutput, splitUnfinished, visible } from "./terminal-text.ts";
-import { unseenOutput } from "./unseen-output.ts";
+import { keptOfShown, unseenOutput } from "./unseen-output.ts";
 import type { ChatOutput } from "./chat-turn.ts";
 
 /** Lines of a diff printed under an edit (the web UI shows it whole). */
@@ -86,7 +86,7 @@ export class HumanOutput implements ChatOutput {
   }
 
   output(toolCallId: string, text: string): void {
-    this.#shown.set(toolCallId, (this.#shown.get(toolCallId) ?? "") + text);
+    this.#shown.set(toolCallId, keptOfShown((this.#shown.get(toolCallId) ?? "") + text));
     const [now, held] = splitUnfinished((this.#unfinished.get(toolCallId) ?? "") + text);
     if (held) this.#unfinished.set(toolCallId, held);
     else this.#unfinished.delete(toolCallId);
