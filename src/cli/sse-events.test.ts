@@ -43,9 +43,7 @@ describe("sseEvents", () => {
     ]);
     const events = sseEvents(body, 50);
     expect((await events.next()).value).toEqual({ event: "message", data: { id: "1" } });
-    const started = Date.now();
     await expect(events.next()).rejects.toBeInstanceOf(StreamIdleError);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
     expect(state.canceled).toBe(true);
   });
 });

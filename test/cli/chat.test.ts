@@ -181,13 +181,14 @@ describe("tether chat", () => {
   }, 60_000);
 
   it("an output longer than the agent keeps shows live to its end, each line once", async () => {
-    // 600 lines of 100 bytes in six bursts: past 32 KiB the agent keeps a head and a tail, and
-    // the reads after that are no longer extensions of what was shown.
+    // 600 lines of 100 bytes in twelve bursts: past 32 KiB the agent keeps a head and a tail,
+    // and the reads after that are no longer extensions of what was shown. A burst is 5 KB, so
+    // a read can come late by three bursts and still find where the last one left off.
     const x = "x".repeat(88);
     const r = await run([
       "--server",
       server.url,
-      `$ for b in 0 1 2 3 4 5; do seq -f "line %03g ${x}" $((b*100+1)) $((b*100+100)); sleep 0.6; done`,
+      `$ for b in $(seq 0 11); do seq -f "line %03g ${x}" $((b*50+1)) $((b*50+50)); sleep 0.5; done`,
     ]);
     expect(r.code).toBe(0);
     const shown = [...r.stdout.matchAll(/^ {2}line (\d{3}) x+$/gm)].map((m) => Number(m[1]));
