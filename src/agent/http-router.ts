@@ -6,7 +6,7 @@
 //
 // No framework: a start-and-wait is two requests on the agent's hot path, and Fastify's
 // pipeline (hooks, content-type parsers, reply serialization) cost the agent more CPU per
-// request than the contract's own work (docs/performance.md, Start-up).
+// request than the contract's own work (docs/benchmarks.md, Start-up).
 
 import http from "node:http";
 import { parse as parseQuery } from "node:querystring";

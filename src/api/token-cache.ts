@@ -1,4 +1,4 @@
-// The bearer check's token lookups, held briefly by each replica (docs/performance.md), under the
+// The bearer check's token lookups, held briefly by each replica (docs/benchmarks.md), under the
 // rule of the config cache (src/chatd/config-cache.ts; read-behind.ts): a change of a token or of
 // its user that the check reads — a revoked token, a logout, a disabled user, a role change, a
 // deletion — notifies every replica (triggers, migration 052, channel `tether_config`) and each

@@ -1,4 +1,4 @@
-// What this replica commits, for its own event streams (docs/performance.md). A commit that moves
+// What this replica commits, for its own event streams (docs/benchmarks.md). A commit that moves
 // a chat's history publishes what it moved — the history version before and after, the messages
 // it inserted — once it has committed, and a stream whose messages are complete up to "before"
 // sends them without reading (src/api/stream.ts). A commit is announced here before it is made

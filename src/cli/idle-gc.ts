@@ -2,10 +2,10 @@
 // generation full or the old one past its limit, that is in the middle of whatever allocates —
 // most often a chat's turn: on a small virtual machine a scavenge there took 4–11 ms and a
 // mark-compact 4–13 ms, a sixth of the turns had one, and the slowest had both
-// (docs/performance.md, twentieth round). So, as a browser does between frames, the server
+// (docs/benchmarks.md, twentieth round). So, as a browser does between frames, the server
 // collects the young generation once it has had almost nothing to do for a moment and the
 // generation is half full. The old generation is left to V8: a full collection in each pause
-// made the turns slower, not faster (docs/performance.md, twenty-second round). Activity arms the
+// made the turns slower, not faster (docs/benchmarks.md, twenty-second round). Activity arms the
 // check (`poke`): an idle server is not woken for it, and a busy one, never quiet that long,
 // collects as V8 decides.
 

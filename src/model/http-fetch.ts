@@ -2,7 +2,7 @@
 // bytes to an http(s) URL — goes out through node:http(s), and anything else through the runtime's
 // fetch. undici's fetch cost 0.2–0.6 ms more CPU per model step than node:http with the same AI
 // SDK parsing on top (`npm run bench:step`; a replica under load spent a tenth less CPU per step,
-// docs/performance.md), on the thread that runs every chat of a replica. What a provider sees of
+// docs/benchmarks.md), on the thread that runs every chat of a replica. What a provider sees of
 // the answer is what fetch gives: a Response whose body streams as the bytes arrive, decoded when
 // the server compressed it; a connection that fails rejects with fetch's `TypeError("fetch
 // failed")` and the cause, which the AI SDK reports as a retryable "Cannot connect to API"; a body

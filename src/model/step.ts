@@ -3,7 +3,7 @@
 // retries, its tool calls under the contract, one step per task — so streamText's machinery
 // (multi-step control, tool execution, result promises, telemetry spans, a transform stream per
 // stage) did nothing for it, yet cost ~1.1 ms of CPU per step, about as much as the provider's
-// HTTP request and parsing (docs/performance.md). What reaches the provider is the same
+// HTTP request and parsing (docs/benchmarks.md). What reaches the provider is the same
 // request streamText would send.
 
 import type { LanguageModelV3, LanguageModelV3FunctionTool } from "@ai-sdk/provider";

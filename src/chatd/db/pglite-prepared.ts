@@ -1,6 +1,6 @@
 // Named prepared statements for PGlite. PGlite's own query() parses, describes and plans its
 // text again on every call, in six protocol exchanges with the WebAssembly backend
-// (docs/performance.md). Here a statement with parameters is parsed and described once under a
+// (docs/benchmarks.md). Here a statement with parameters is parsed and described once under a
 // name (prepared.ts's, as on Postgres), and each call is a bind, an execute and a sync in one
 // exchange: the plan is kept (the session runs with generic plans), and the rows are read with
 // the row description kept from the first describe. The exchanges run under the mutexes

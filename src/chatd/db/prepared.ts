@@ -1,7 +1,7 @@
 // Named prepared statements for node-postgres. A statement with parameters goes out under a name
 // derived from its text, so each connection parses it once and Postgres may keep its plan (an
 // unnamed statement is parsed and planned again on every call: about 1 ms of the database's CPU
-// for a transition's statement here, docs/performance.md). The texts are the code's own, so
+// for a transition's statement here, docs/benchmarks.md). The texts are the code's own, so
 // the names are few; past PREPARED_MAX distinct texts a statement goes out unnamed. A prepared
 // statement whose tables changed row type under it (a migration run by a newer replica) fails
 // with "cached plan must not change result type": every name is then replaced by a new one,

@@ -1,6 +1,6 @@
 // What a runner holds of its chat between tasks: the chat row, its history since the
 // compaction boundary and its context snapshot, as the database had them after the runner's
-// own last read or fenced write. A task starts from it without reading (docs/performance.md).
+// own last read or fenced write. A task starts from it without reading (docs/benchmarks.md).
 // It is safe because every write of a task is fenced in the database: a held view that went
 // stale through a change whose notification was lost fails the next write's fence, and the
 // runner reads again. It is dropped on any change the runner did not write itself (a
