@@ -1,9 +1,11 @@
 // The CLI's own files, in the user's config dir (`$XDG_CONFIG_HOME/tether`, else
 // `~/.config/tether`; dir 0700, files 0600), never in the current directory, which may be a
-// workspace whose commands would read them: the token `tether chat` saved when it created the
-// first user, and that user's generated password (shown nowhere, so set your own).
+// workspace whose commands would read them: the token `tether chat` saved when it created a
+// server's first user, and that user's generated password (shown nowhere, so set your own).
+// Each is kept per server, one `origin value` line each: a token goes only to the server that
+// made it, never to another one `--server` names.
 
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
@@ -28,9 +30,41 @@ export async function writePrivateFile(file: string, text: string): Promise<void
   await chmod(file, 0o600); // writeFile keeps the mode of a file that existed
 }
 
+/** Loopback hosts, where the quickstart's server runs. */
+function isLoopback(origin: string): boolean {
+  const host = new URL(origin).hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /**
- * Saves the first user's token and generated password beside it; returns the message that
- * says where they are and how to set a password (it never holds the password).
+ * The value kept for server `origin` in a file of `origin value` lines. A line that is a value
+ * alone, as versions before these lines wrote, was made by the quickstart's first chat: it
+ * serves a loopback server only, so it never leaves the machine.
+ */
+export function savedFor(text: string, origin: string): string | undefined {
+  let alone: string | undefined;
+  for (const line of text.split("\n")) {
+    const [first, second, ...rest] = line.trim().split(/\s+/);
+    if (!first || rest.length > 0) continue;
+    if (second === undefined) alone = first;
+    else if (first === origin) return second;
+  }
+  return alone !== undefined && isLoopback(origin) ? alone : undefined;
+}
+
+/** Keeps `value` for server `origin` in `file` (0600), beside the other servers' lines. */
+async function saveFor(file: string, origin: string, value: string): Promise<void> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  const others = text
+    .split("\n")
+    .filter((line) => line.trim() !== "" && line.trim().split(/\s+/)[0] !== origin);
+  await writePrivateFile(file, [...others, `${origin} ${value}`].join("\n") + "\n");
+}
+
+/**
+ * Saves the first user's token and generated password beside it, each on the line of the
+ * server's origin; returns the message that says where they are and how to set a password (it
+ * never holds the password).
  */
 export async function saveFirstUser(
   server: string,
@@ -38,13 +72,15 @@ export async function saveFirstUser(
   token: string,
   password: string,
 ): Promise<string> {
+  const origin = new URL(server).origin;
   const passwordFile = path.join(path.dirname(tokenFile), "initial-password");
-  await writePrivateFile(tokenFile, token + "\n");
-  await writePrivateFile(passwordFile, password + "\n");
+  await saveFor(tokenFile, origin, token);
+  await saveFor(passwordFile, origin, password);
   const passwordUrl = new URL("/api/v1/me/password", server).toString();
   return (
     `Created the first user admin@localhost (the owner); its token is saved in ${tokenFile} ` +
-    `and its generated password in ${passwordFile} (both readable only by you).\n` +
+    `and its generated password in ${passwordFile}, each on the line of ${origin} (both ` +
+    `readable only by you).\n` +
     `Set your own password: sign in to the web UI at ${server} with that password, or ` +
     `POST ${passwordUrl} {"current_password", "new_password"} with the token.\n`
   );

@@ -1,13 +1,14 @@
 // The CLI's token and workspace lookups, shared by `tether chat`, `templates` and `workspaces`:
-// the token given (--token, TETHER_TOKEN), else the one saved earlier, else, on a server with no
-// users yet, the first (admin) user's, created and saved in the user's config dir (config.ts).
+// the token given (--token, TETHER_TOKEN), else the one saved earlier for this server, else, on
+// a server with no users yet, the first (admin) user's, created and saved in the user's config
+// dir (config.ts). A token saved for one server is never sent to another.
 // A module of its own so the commands that need only these do not load the chat's terminal UI.
 
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { api, ApiError } from "./chat-client.ts";
 import { CliError } from "./chat-errors.ts";
-import { cliTokenPath, saveFirstUser } from "./config.ts";
+import { cliTokenPath, savedFor, saveFirstUser } from "./config.ts";
 
 /** Where a command finds its token. */
 export interface TokenOptions {
@@ -21,8 +22,8 @@ export async function resolveToken(o: TokenOptions): Promise<string> {
   const explicit = o.token ?? process.env.TETHER_TOKEN;
   if (explicit) return explicit;
   const file = o.tokenFile ?? cliTokenPath();
-  const saved = await readFile(file, "utf8").catch(() => "");
-  if (saved.trim()) return saved.trim();
+  const saved = savedFor(await readFile(file, "utf8").catch(() => ""), new URL(o.server).origin);
+  if (saved) return saved;
   try {
     const password = randomBytes(18).toString("base64url");
     const first = await api<{ token: string }>(o.server, undefined, "POST", "/api/v1/users/first", {

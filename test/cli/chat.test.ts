@@ -7,7 +7,8 @@
 
 import { randomInt } from "node:crypto";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -277,6 +278,42 @@ describe("tether chat", () => {
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stdout).toBe("");
     }
+  }, 60_000);
+
+  it("a token saved for one server is not sent to another", async () => {
+    // A server that has users: it records what each request carried.
+    const seen: string[] = [];
+    const other = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? "-"}`);
+      const first = req.method === "POST" && req.url === "/api/v1/users/first";
+      res.writeHead(first ? 409 : 401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: first ? "users_exist" : "unauthorized", message: "no" }));
+    });
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => new Promise<void>((r) => other.close(() => r())));
+    const url = `http://127.0.0.1:${(other.address() as { port: number }).port}`;
+    const config = await mkdtemp(path.join(os.tmpdir(), "tether-cli-config-"));
+    cleanups.push(() => rm(config, { recursive: true, force: true }));
+    await mkdir(path.join(config, "tether"), { mode: 0o700 });
+    // The saved token is this test's real server's, on its line.
+    await writeFile(
+      path.join(config, "tether", "cli-token"),
+      `${new URL(server.url).origin} ${token}\n`,
+      {
+        mode: 0o600,
+      },
+    );
+    const r = await run(["--server", url, "hello"], { XDG_CONFIG_HOME: config, TETHER_TOKEN: "" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/This server has users: pass --token TOKEN or set TETHER_TOKEN\./);
+    expect(seen).toEqual(["POST /api/v1/users/first -"]);
+    // And the server it was saved for still gets it.
+    const own = await run(["--server", server.url, "$ echo mine"], {
+      XDG_CONFIG_HOME: config,
+      TETHER_TOKEN: "",
+    });
+    expect(own.code, own.stderr).toBe(0);
+    expect(own.stdout).toContain("mine");
   }, 60_000);
 });
 

@@ -8,6 +8,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { savedFor } from "../../src/cli/config.ts";
 import { api, BIN, startServerProcess, type ServerProcess } from "../support/server.ts";
 
 const README = path.resolve(import.meta.dirname, "../../README.md");
@@ -72,7 +73,10 @@ it("the README's demo examples run as written with the demo model", async () => 
 
   // /compact on that chat: the demo model writes the summary, the list marks the boundary.
   const chatId = /chat ([0-9a-f-]{36})/.exec(read.out)![1]!;
-  const token = (await readFile(path.join(home, "config", "tether", "cli-token"), "utf8")).trim();
+  const token = savedFor(
+    await readFile(path.join(home, "config", "tether", "cli-token"), "utf8"),
+    new URL(server.url).origin,
+  )!;
   expect(
     (
       await api<{ status: string }>(

@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { savedFor } from "../../src/cli/config.ts";
 import { startFakeProvider, type FakeProvider } from "../support/fake-provider.ts";
 import { alive, api, BIN, startServerProcess } from "../support/server.ts";
 
@@ -60,8 +61,10 @@ function chatIdOf(stderr: string): string {
   return /^chat (\S+)$/m.exec(stderr)![1]!;
 }
 
-function savedToken(home: string): string {
-  return readFileSync(path.join(home, "config", "tether", "cli-token"), "utf8").trim();
+/** The token `tether chat` saved for `server` (its line in the token file). */
+function savedToken(home: string, server: string): string {
+  const text = readFileSync(path.join(home, "config", "tether", "cli-token"), "utf8");
+  return savedFor(text, new URL(server).origin)!;
 }
 
 function sleepRunning(duration: string): boolean {
@@ -93,11 +96,19 @@ describe("bin/tether server", () => {
     expect(statSync(path.join(config, "cli-token")).mode & 0o777).toBe(0o600);
     expect(chat.stderr).toContain(path.join(config, "cli-token"));
     expect(chat.stderr).toContain("/api/v1/me/password");
-    const password = readFileSync(path.join(config, "initial-password"), "utf8").trim();
+    const password = savedFor(
+      readFileSync(path.join(config, "initial-password"), "utf8"),
+      new URL(server.url).origin,
+    )!;
     expect(password.length).toBeGreaterThanOrEqual(20);
     expect(chat.stderr + chat.stdout).not.toContain(password);
     expect(existsSync(path.join(home, ".tether"))).toBe(false);
-    const me = await api<{ email: string }>(server.url, savedToken(home), "GET", "/api/v1/me");
+    const me = await api<{ email: string }>(
+      server.url,
+      savedToken(home, server.url),
+      "GET",
+      "/api/v1/me",
+    );
     expect(me.email).toBe("admin@localhost");
     const agent = JSON.parse(
       await readFile(path.join(home, "data", "local-agent.json"), "utf8"),
@@ -263,7 +274,7 @@ describe("bin/tether server", () => {
       (
         await api<{ status: string }>(
           server.url,
-          savedToken(home),
+          savedToken(home, server.url),
           "GET",
           `/api/v1/chats/${chatIdOf(impatient.out.stderr)}`,
         )
