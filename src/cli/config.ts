@@ -37,9 +37,9 @@ function isLoopback(origin: string): boolean {
 }
 
 /**
- * The value kept for server `origin` in a file of `origin value` lines. A line that is a value
- * alone, as versions before these lines wrote, was made by the quickstart's first chat: it
- * serves a loopback server only, so it never leaves the machine.
+ * The value kept for server `origin` in a file of `origin value` lines. A value alone on its
+ * line, as earlier versions saved it, names no server: most likely the quickstart's, so it
+ * serves a loopback server only and never leaves the machine.
  */
 export function savedFor(text: string, origin: string): string | undefined {
   let alone: string | undefined;
