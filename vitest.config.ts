@@ -11,6 +11,7 @@ const UNIT = [
   "src/chatd/agent-failure-text.test.ts",
   "src/metrics/**/*.test.ts",
   "src/model/**/*.test.ts",
+  "src/cli/chat-stream.test.ts",
   "src/cli/config.test.ts",
   "src/cli/idle-gc.test.ts",
   "src/cli/log.test.ts",

@@ -7,7 +7,7 @@ export class CliError extends Error {
 }
 
 /** The network error behind a failed fetch (`TypeError: fetch failed` says nothing). */
-function networkCause(err: unknown): string {
+export function networkCause(err: unknown): string {
   const cause = err instanceof Error ? err.cause : undefined;
   const code =
     cause instanceof Error && "code" in cause && typeof cause.code === "string"
@@ -21,11 +21,16 @@ function networkCause(err: unknown): string {
       return "unknown host";
     case "ECONNRESET":
       return "connection reset";
+    case "UND_ERR_SOCKET":
+      return "connection closed";
     case "ETIMEDOUT":
     case "UND_ERR_CONNECT_TIMEOUT":
       return "timed out";
     default:
-      return code ?? (cause instanceof Error ? cause.message : String(err));
+      return (
+        code ??
+        (cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err))
+      );
   }
 }
 

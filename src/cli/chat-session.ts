@@ -15,9 +15,10 @@ import {
   type ApiMessage,
   type ChatClient,
 } from "./chat-client.ts";
-import { describeFailure } from "./chat-errors.ts";
+import { describeFailure, networkCause } from "./chat-errors.ts";
 import { HumanOutput } from "./chat-human.ts";
 import { JsonOutput } from "./chat-json.ts";
+import { STREAM_RECONNECT } from "./chat-stream.ts";
 import { followTurn, type ChatOutput, type TurnEnd } from "./chat-turn.ts";
 import { visible } from "./terminal-text.ts";
 import type { ChatEvent } from "./sse-events.ts";
@@ -70,8 +71,24 @@ async function followInterruptible(
     );
   };
   process.on("SIGINT", onSigint);
+  const reconnect = {
+    ...STREAM_RECONNECT,
+    onDrop: (err: unknown) =>
+      say(
+        `The chat's stream dropped (${networkCause(err)}); reconnecting for up to ` +
+          `${STREAM_RECONNECT.giveUpMs / 60_000} minutes…`,
+      ),
+  };
   try {
-    return await followTurn(c, chatId, afterId, out, new AbortController().signal, opened);
+    return await followTurn(
+      c,
+      chatId,
+      afterId,
+      out,
+      new AbortController().signal,
+      opened,
+      reconnect,
+    );
   } finally {
     process.off("SIGINT", onSigint);
   }
@@ -89,7 +106,13 @@ export async function runOnce(text: string, o: SessionOptions, token: string): P
   else say(`chat ${sent.chatId}`);
   if (sent.queued) say("The chat is busy; your message is queued.");
   human?.busy("thinking…");
-  await followInterruptible(c, sent.chatId, sent.afterId, json ?? human!, say, sent.events);
+  try {
+    await followInterruptible(c, sent.chatId, sent.afterId, json ?? human!, say, sent.events);
+  } catch (err) {
+    human?.busy(undefined);
+    say(resumeHint(o.server, sent.chatId)); // the chat goes on without us
+    throw err;
+  }
   human?.busy(undefined);
   const chat = await readChat(c, sent.chatId);
   if (json)

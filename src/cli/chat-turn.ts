@@ -5,7 +5,7 @@
 // ends in an error.
 
 import { api, type ChatClient, type Retrying } from "./chat-client.ts";
-import { chatEvents, type ChatEvent } from "./chat-stream.ts";
+import { chatEvents, STREAM_RECONNECT, type ChatEvent, type Reconnect } from "./chat-stream.ts";
 import { unseenOutput } from "./unseen-output.ts";
 
 /** How often a running command's output is read again. */
@@ -31,7 +31,8 @@ interface StatusData {
 
 /**
  * Follows chat `chatId` from after message `afterId` until its turn ends (or `signal` aborts),
- * on `opened` first when the chat's stream is already open from there (a new chat's).
+ * on `opened` first when the chat's stream is already open from there (a new chat's); a drop
+ * reopens it as `reconnect` says (chat-stream.ts).
  */
 export async function followTurn(
   c: ChatClient,
@@ -40,12 +41,13 @@ export async function followTurn(
   out: ChatOutput,
   signal: AbortSignal,
   opened?: AsyncGenerator<ChatEvent>,
+  reconnect: Reconnect = STREAM_RECONNECT,
 ): Promise<TurnEnd | undefined> {
   const pollers = new Map<string, OutputPoller>();
   const stop = new AbortController();
   const both = AbortSignal.any([signal, stop.signal]);
   try {
-    for await (const e of chatEvents(c, chatId, afterId, both, opened)) {
+    for await (const e of chatEvents(c, chatId, afterId, both, opened, reconnect)) {
       out.event(e);
       if (e.event === "part") {
         const p = (e.data as { part: { type: string; tool_call_id: string; process_id?: string } })
