@@ -73,6 +73,32 @@ describe("a chat's stream", () => {
     expect(drops).toHaveLength(1);
   });
 
+  it("a connection that stays up on heartbeats ends the drop before it: the next one starts anew", async () => {
+    const s = await server((n, _req, res) => {
+      if (n === 2) return res.writeHead(502).end();
+      if (n === 4) return sse(res, 'event: status\ndata: {"status":"waiting"}\n\n');
+      // 1: an event, then dropped; 3: up on heartbeats alone, past the give-up time, then dropped.
+      sse(res, n === 1 ? 'event: message\ndata: {"id":"1"}\n\n' : ": heartbeat\n\n");
+      const beat = setInterval(() => res.write(": heartbeat\n\n"), 20);
+      setTimeout(
+        () => {
+          clearInterval(beat);
+          res.socket?.destroy();
+        },
+        n === 1 ? 20 : 300,
+      );
+    });
+    const drops: unknown[] = [];
+    const signal = new AbortController().signal;
+    const events = chatEvents({ server: s.url, token: "t" }, "c", undefined, signal, undefined, {
+      ...quick({ giveUpMs: 150 }),
+      onDrop: (err) => drops.push(err),
+    });
+    expect((await collect(events, "status")).map((e) => e.event)).toEqual(["message", "status"]);
+    expect(s.urls).toHaveLength(4);
+    expect(drops).toHaveLength(2);
+  });
+
   it("gives up once the drop is older than its limit, saying what the server answered", async () => {
     const s = await server((n, _req, res) => {
       if (n > 1) return res.writeHead(503).end();

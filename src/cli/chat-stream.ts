@@ -44,6 +44,11 @@ export async function* chatEvents(
   /** When the stream dropped, while it is down; the next pause. */
   let droppedAt: number | undefined;
   let pauseMs = r.pauseMs;
+  /** Bytes came (an event, a heartbeat): the stream is up, and a later drop is a new one. */
+  const alive = (): void => {
+    droppedAt = undefined;
+    pauseMs = r.pauseMs;
+  };
   /** A failed attempt: gives up past the deadline, else waits and doubles the next wait. */
   const failed = async (err: unknown): Promise<void> => {
     if (droppedAt === undefined) {
@@ -78,12 +83,11 @@ export async function* chatEvents(
         await failed(new CliError(`The server answered the chat's stream with ${res.status}.`));
         continue;
       }
-      events = sseEvents(res.body);
+      events = sseEvents(res.body, undefined, alive);
     }
     try {
       for await (const e of events) {
-        droppedAt = undefined;
-        pauseMs = r.pauseMs;
+        alive();
         if (e.event === "message") afterId = (e.data as { id: string }).id;
         yield e;
       }

@@ -23,11 +23,13 @@ export class StreamIdleError extends Error {
 
 /**
  * An event stream's body as events, parsed as it arrives; leaving it early, or sending nothing
- * for `idleMs` (StreamIdleError), closes the body.
+ * for `idleMs` (StreamIdleError), closes the body. `onBytes` hears of every chunk, heartbeats
+ * included: the stream is alive.
  */
 export async function* sseEvents(
   body: ReadableStream<Uint8Array>,
   idleMs = STREAM_IDLE_MS,
+  onBytes?: () => void,
 ): AsyncGenerator<ChatEvent> {
   const events: ChatEvent[] = [];
   const parser = createParser({
@@ -38,6 +40,7 @@ export async function* sseEvents(
     for (;;) {
       const { value, done } = await within(reader.read(), idleMs);
       if (done) return;
+      onBytes?.();
       parser.feed(value);
       for (let e = events.shift(); e !== undefined; e = events.shift()) yield e;
     }
