@@ -9,7 +9,7 @@ import type { ApiMessage, Retrying } from "./chat-client.ts";
 import type { ChatEvent } from "./chat-stream.ts";
 import { Screen } from "./chat-spinner.ts";
 import { commandOutput, splitUnfinished, visible } from "./terminal-text.ts";
-import { keptOfShown, unseenOutput } from "./unseen-output.ts";
+import { unseenOutput } from "./unseen-output.ts";
 import type { ChatOutput } from "./chat-turn.ts";
 
 /** Lines of a diff printed under an edit (the web UI shows it whole). */
@@ -47,7 +47,7 @@ export class HumanOutput implements ChatOutput {
   readonly #screen: Screen;
   /** Streamed text of the assistant message in progress is on the screen. */
   #streamed = false;
-  /** What each running command's output showed live (its result prints only the rest). */
+  /** Each running command's latest read of its output (its result prints only the rest). */
   readonly #shown = new Map<string, string>();
   /** A running command's escape sequence cut at the end of its last chunk, for its next. */
   readonly #unfinished = new Map<string, string>();
@@ -85,8 +85,8 @@ export class HumanOutput implements ChatOutput {
     }
   }
 
-  output(toolCallId: string, text: string): void {
-    this.#shown.set(toolCallId, keptOfShown((this.#shown.get(toolCallId) ?? "") + text));
+  output(toolCallId: string, text: string, read: string): void {
+    this.#shown.set(toolCallId, read);
     const [now, held] = splitUnfinished((this.#unfinished.get(toolCallId) ?? "") + text);
     if (held) this.#unfinished.set(toolCallId, held);
     else this.#unfinished.delete(toolCallId);

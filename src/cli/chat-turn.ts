@@ -16,10 +16,11 @@ export interface ChatOutput {
   /** Every event of the chat's stream, in order. */
   event(e: ChatEvent): void;
   /**
-   * What a running command printed since the last call. Once it printed more than the agent
-   * keeps, `text` goes on from the agent's marker of what it left out (unseen-output.ts).
+   * What a running command printed since the last call (`text`; once it printed more than the
+   * agent keeps, it goes on from the agent's marker of what it left out: unseen-output.ts), and
+   * the whole read it came from (`read`: what the agent keeps, so at most 32 KiB).
    */
-  output(toolCallId: string, text: string): void;
+  output(toolCallId: string, text: string, read: string): void;
 }
 
 export type TurnEnd = { status: "waiting" } | { status: "error" };
@@ -53,8 +54,8 @@ export async function followTurn(
         const p = (e.data as { part: { type: string; tool_call_id: string; process_id?: string } })
           .part;
         if (p.type === "tool-started" && p.process_id && !pollers.has(p.tool_call_id)) {
-          const poller = new OutputPoller(c, chatId, p.process_id, (text) =>
-            out.output(p.tool_call_id, text),
+          const poller = new OutputPoller(c, chatId, p.process_id, (text, read) =>
+            out.output(p.tool_call_id, text, read),
           );
           pollers.set(p.tool_call_id, poller);
         } else if (p.type === "tool-finished") {
@@ -85,7 +86,7 @@ class OutputPoller {
     private readonly c: ChatClient,
     private readonly chatId: string,
     private readonly pid: string,
-    private readonly onText: (text: string) => void,
+    private readonly onText: (text: string, read: string) => void,
   ) {
     this.#schedule(0);
   }
@@ -114,7 +115,7 @@ class OutputPoller {
       const output = r.running ? r.output.replace(/\uFFFD$/, "") : r.output;
       const text = unseenOutput(this.#shown, output);
       this.#shown = output;
-      if (text) this.onText(text);
+      if (text) this.onText(text, output);
       if (!r.running) return;
     } catch {
       // Not readable now (the agent is busy or restarting): the result will say what happened.

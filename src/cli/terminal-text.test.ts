@@ -94,7 +94,8 @@ describe("terminal text", () => {
         ],
       },
     });
-    out.output("t1", `${ESC}[8mhidden${ESC}]52;c;eA==\x07\nnext`);
+    const read = `${ESC}[8mhidden${ESC}]52;c;eA==\x07\nnext`;
+    out.output("t1", read, read);
     out.event({
       event: "message",
       data: {
@@ -131,12 +132,18 @@ describe("terminal text", () => {
           stderr as unknown as NodeJS.WriteStream,
         ),
       );
-      out.output("t1", `ok ${ESC}[3`);
-      out.output("t2", `other ${ESC}]0;pw`); // another call's output between the halves
-      out.output("t1", `2mgreen${ESC}[0m ${ESC}]0;pw`);
-      out.output("t1", `ned${ESC}`);
-      out.output("t2", `ned\x07 end\n`);
-      out.output("t1", `\\ done\n`);
+      // Each call's chunks as the poller hands them on, with the read each one came from.
+      const reads = new Map<string, string>();
+      const chunk = (id: string, text: string) => {
+        reads.set(id, (reads.get(id) ?? "") + text);
+        out.output(id, text, reads.get(id)!);
+      };
+      chunk("t1", `ok ${ESC}[3`);
+      chunk("t2", `other ${ESC}]0;pw`); // another call's output between the halves
+      chunk("t1", `2mgreen${ESC}[0m ${ESC}]0;pw`);
+      chunk("t1", `ned${ESC}`);
+      chunk("t2", `ned\x07 end\n`);
+      chunk("t1", `\\ done\n`);
       const colour = (seq: string) => (isTTY ? seq : "");
       expect(text, `terminal: ${isTTY}`).toBe(
         `  ok other ${colour(`${ESC}[32m`)}green${colour(`${ESC}[0m`)}  end\n   done\n`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { keptOfShown, unseenOutput } from "./unseen-output.ts";
+import { unseenOutput } from "./unseen-output.ts";
 
 /** Lines `from`..`to` of a command's output, each unique. */
 const lines = (from: number, to: number) =>
@@ -27,16 +27,6 @@ describe("unseen output", () => {
   it("when what was shown last is gone too, the marker and the tail after the shared head", () => {
     const now = lines(1, 300) + marker(9000) + lines(2000, 2500);
     expect(unseenOutput(lines(1, 900), now)).toBe(marker(9000) + lines(2000, 2500));
-  });
-
-  it("what is kept of a long shown output still finds where a later read resumes", () => {
-    const shown = lines(1, 20_000); // about 200 KB
-    const kept = keptOfShown(shown);
-    expect(kept.length).toBe(64 * 1024);
-    expect(shown.endsWith(kept)).toBe(true);
-    const now = lines(1, 300) + marker(150_000) + lines(19_000, 20_100);
-    expect(unseenOutput(kept, now)).toBe(lines(20_001, 20_100));
-    expect(keptOfShown("short")).toBe("short");
   });
 
   it("a character cut short at the end of one read and whole in the next", () => {

@@ -8,16 +8,6 @@
 const ANCHOR_CHARS = 256;
 
 /**
- * What of a command's shown output is worth keeping to compare a later read with: its last
- * 64 Ki characters, more than any read holds (the agent keeps 32 KiB). A read never extends a
- * longer text, and past that only the end is looked for; so a command that prints for hours
- * costs the client no more.
- */
-export function keptOfShown(shown: string): string {
-  return shown.length > 64 * 1024 ? shown.slice(-64 * 1024) : shown;
-}
-
-/**
  * What `now` (a later read of an output) adds to `shown` (what was shown of it): its growth
  * when it extends `shown`; else what follows the last of `shown` that is still in it; else,
  * when nothing shown near the end is left, everything after the start they share (the marker

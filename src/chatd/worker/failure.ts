@@ -124,12 +124,6 @@ const NETWORK_WORDS: Record<string, string> = {
   UND_ERR_BODY_TIMEOUT: "the answer stalled",
 };
 
-/** A response header by its name in any case. */
-function headerOf(headers: Record<string, string> | undefined, name: string): string | undefined {
-  for (const [k, v] of Object.entries(headers ?? {})) if (k.toLowerCase() === name) return v;
-  return undefined;
-}
-
 /** The model's base URL as the message shows it: no credentials, no query, no endpoint path. */
 function modelUrl(url: string): string {
   if (!URL.canParse(url)) return "the configured base URL";
@@ -159,8 +153,8 @@ export function failureSentence(err: unknown): string {
       return `The model provider refused the API key (HTTP ${status}, ${where}): check the model's key.`;
     if (status === 429) return `The model provider is rate limiting requests (HTTP 429, ${where}).`;
     // A redirect the model's fetch did not follow: to another origin (model/http-fetch.ts).
-    const location = headerOf(err.responseHeaders, "location");
-    if (status >= 300 && status < 400 && location !== undefined) {
+    const location = new Headers(err.responseHeaders).get("location");
+    if (status >= 300 && status < 400 && location !== null) {
       const to = URL.canParse(location, err.url) ? modelUrl(new URL(location, err.url).href) : "";
       return cap(
         `The model provider redirected the request elsewhere (HTTP ${status}, ${where}${to && ` to ${to}`}): the model's key goes only to its base URL, so set the base URL to the new address.`,
@@ -187,11 +181,12 @@ export function retryAfterMs(
   maxMs: number = RETRY_AFTER_MAX_MS,
 ): number | undefined {
   if (!APICallError.isInstance(err) || !err.responseHeaders) return undefined;
+  const headers = new Headers(err.responseHeaders);
   let ms: number | undefined;
-  const precise = Number.parseFloat(headerOf(err.responseHeaders, "retry-after-ms") ?? "");
+  const precise = Number.parseFloat(headers.get("retry-after-ms") ?? "");
   if (Number.isFinite(precise) && precise >= 0) ms = precise;
   else {
-    const value = (headerOf(err.responseHeaders, "retry-after") ?? "").trim();
+    const value = (headers.get("retry-after") ?? "").trim();
     if (/^\d+(\.\d+)?$/.test(value)) ms = Number.parseFloat(value) * 1000;
     else if (value !== "") {
       const at = Date.parse(value);
